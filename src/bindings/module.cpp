@@ -1,0 +1,290 @@
+// fastvec._core: the native pool, as seen from Python. The only C++ that
+// includes pybind11 (with register_*.cpp). Validation of user input happens
+// here, before the pool is touched; waits release the GIL.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env_registry.hpp"
+
+namespace py = pybind11;
+using fastvec::core::AutoresetMode;
+using fastvec::core::Batch;
+using fastvec::core::PoolBase;
+
+namespace fastvec::bindings {
+namespace {
+
+AutoresetMode parse_mode(const std::string& mode) {
+  if (mode == "next_step") return AutoresetMode::kNextStep;
+  if (mode == "same_step") return AutoresetMode::kSameStep;
+  if (mode == "disabled") return AutoresetMode::kDisabled;
+  throw py::value_error("autoreset_mode must be 'next_step', 'same_step' or 'disabled', got '" + mode + "'");
+}
+
+std::string shape_str(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) s += std::to_string(a.shape(d)) + (a.ndim() == 1 || d + 1 < a.ndim() ? "," : "");
+  return s + ")";
+}
+
+// The Python-facing pool: the core pool plus the conversion of actions and
+// results. Owned by one Python object; its methods run with the GIL held
+// except where they wait.
+class PyPool {
+ public:
+  PyPool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
+         int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
+         const std::map<std::string, double>& options) {
+    auto it = pool_factories().find(env);
+    if (it == pool_factories().end()) throw py::value_error("unknown native env '" + env + "'");
+    core::PoolConfig cfg;
+    cfg.num_envs = num_envs;
+    cfg.batch_size = batch_size;
+    cfg.num_threads = num_threads;
+    cfg.block_size = block_size;
+    cfg.max_episode_steps = max_episode_steps;
+    cfg.autoreset_mode = parse_mode(autoreset_mode);
+    cfg.seed = seed;
+    core::Options opts(options);
+    {
+      py::gil_scoped_release release;
+      pool_ = it->second(cfg, opts);
+    }
+    const core::Spec& s = pool_->spec();
+    obs_shape_ = {pool_->batch_size()};
+    obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
+    obs_dtype_ = pool_->obs_itemsize() == 1 ? py::dtype::of<uint8_t>() : py::dtype::of<float>();
+    all_ids_.resize(pool_->num_envs());
+    for (int i = 0; i < pool_->num_envs(); ++i) all_ids_[i] = i;
+    action_elems_ = 1;
+    for (int64_t d : s.action_shape) action_elems_ *= d;
+  }
+
+  py::dict spec() const {
+    const core::Spec& s = pool_->spec();
+    py::dict d;
+    d["obs_shape"] = s.obs_shape;
+    d["obs_low"] = s.obs_low;
+    d["obs_high"] = s.obs_high;
+    d["obs_dtype"] = pool_->obs_itemsize() == 1 ? "uint8" : "float32";
+    d["num_actions"] = s.num_actions;
+    d["action_shape"] = s.action_shape;
+    d["action_low"] = s.action_low;
+    d["action_high"] = s.action_high;
+    return d;
+  }
+
+  int num_envs() const { return pool_->num_envs(); }
+  int batch_size() const { return pool_->batch_size(); }
+  int num_threads() const { return pool_->num_threads(); }
+  int block_size() const { return pool_->block_size(); }
+  bool closed() const { return pool_->closed(); }
+
+  // Sync step of every env, results in env order.
+  py::tuple step(const py::handle& actions) {
+    check_open();
+    if (pool_->batch_size() != pool_->num_envs())
+      throw py::value_error("step(actions) without env_id steps every env and needs batch_size == num_envs; "
+                            "in async mode use send(actions, env_id) and recv()");
+    const void* a = convert_actions(actions, pool_->num_envs());
+    std::shared_ptr<Batch> batch;
+    {
+      py::gil_scoped_release release;
+      pool_->send_step(a, all_ids_.data(), pool_->num_envs());
+      batch = pool_->recv();
+    }
+    return result(std::move(batch));
+  }
+
+  void send(const py::handle& actions, const py::handle& env_id) {
+    check_open();
+    std::vector<int32_t> ids = convert_ids(env_id);
+    const void* a = convert_actions(actions, static_cast<int64_t>(ids.size()));
+    py::gil_scoped_release release;
+    pool_->send_step(a, ids.data(), static_cast<int>(ids.size()));
+  }
+
+  py::tuple recv() {
+    check_open();
+    std::shared_ptr<Batch> batch;
+    {
+      py::gil_scoped_release release;
+      batch = pool_->recv();
+    }
+    return result(std::move(batch));
+  }
+
+  void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others) {
+    check_open();
+    std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);
+    if (!seeds.empty() && seeds.size() != ids.size())
+      throw py::value_error("seed: expected " + std::to_string(ids.size()) + " seeds, got " + std::to_string(seeds.size()));
+    py::gil_scoped_release release;
+    pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(), observe_others);
+  }
+
+  void reseed(uint64_t seed) { pool_->reseed_all(seed); }
+
+  void drain() {
+    py::gil_scoped_release release;
+    pool_->drain();
+  }
+
+  void close() {
+    py::gil_scoped_release release;
+    pool_->close();
+  }
+
+ private:
+  void check_open() const {
+    if (pool_->closed()) throw std::runtime_error("the pool is closed");
+  }
+
+  std::vector<int32_t> convert_ids(const py::handle& env_id) const {
+    py::array arr = py::array::ensure(env_id);
+    if (!arr || arr.ndim() != 1)
+      throw py::type_error("env_id must be a 1-D array of env indices, got " +
+                           std::string(py::str(py::type::handle_of(env_id).attr("__name__"))) +
+                           (arr ? " of shape " + shape_str(arr) : ""));
+    const char kind = arr.dtype().kind();
+    if (kind != 'i' && kind != 'u' && !(arr.size() == 0))
+      throw py::type_error("env_id must hold integers, got dtype " + std::string(py::str(arr.dtype())));
+    auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+    std::vector<int32_t> out(ids.size());
+    const int64_t* p = ids.data();
+    for (py::ssize_t k = 0; k < ids.size(); ++k) {
+      if (p[k] < 0 || p[k] >= pool_->num_envs())
+        throw py::value_error("env_id " + std::to_string(p[k]) + " is out of range [0, " +
+                              std::to_string(pool_->num_envs()) + ")");
+      out[k] = static_cast<int32_t>(p[k]);
+    }
+    return out;
+  }
+
+  // Checks actions for `rows` envs against the action space and converts
+  // them to what the pool reads (int64 or float32), without touching the pool.
+  const void* convert_actions(const py::handle& actions, int64_t rows) {
+    py::array arr = py::array::ensure(actions);
+    if (!arr) throw py::type_error("actions must be array-like");
+    const core::Spec& s = pool_->spec();
+    const char kind = arr.dtype().kind();
+    if (pool_->action_is_discrete()) {
+      if (kind != 'i' && kind != 'u')
+        throw py::type_error("actions for Discrete(" + std::to_string(s.num_actions) +
+                             ") must be integers, got dtype " + std::string(py::str(arr.dtype())));
+      if (arr.ndim() != 1 || arr.shape(0) != rows)
+        throw py::value_error("actions must have shape (" + std::to_string(rows) + ",), got " + shape_str(arr));
+      auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+      const int64_t* p = ints.data();
+      for (int64_t k = 0; k < rows; ++k) {
+        if (p[k] < 0 || p[k] >= s.num_actions)
+          throw py::value_error("actions[" + std::to_string(k) + "] = " + std::to_string(p[k]) +
+                                " is out of range for Discrete(" + std::to_string(s.num_actions) + ")");
+      }
+      int_actions_.assign(p, p + rows);
+      return int_actions_.data();
+    }
+    if (kind != 'f' && kind != 'i' && kind != 'u')
+      throw py::type_error("actions for a Box space must be real numbers, got dtype " + std::string(py::str(arr.dtype())));
+    std::string expected = "(" + std::to_string(rows);
+    for (int64_t d : s.action_shape) expected += ", " + std::to_string(d);
+    expected += ")";
+    bool ok = arr.ndim() == static_cast<py::ssize_t>(s.action_shape.size()) + 1 && arr.shape(0) == rows;
+    for (size_t d = 0; ok && d < s.action_shape.size(); ++d) ok = arr.shape(d + 1) == s.action_shape[d];
+    const bool flat_1d = action_elems_ == 1 && arr.ndim() == 1 && arr.shape(0) == rows;
+    if (!ok && !flat_1d) throw py::value_error("actions must have shape " + expected + ", got " + shape_str(arr));
+    auto floats = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
+    const float* p = floats.data();
+    const int64_t n = rows * action_elems_;
+    for (int64_t k = 0; k < n; ++k) {
+      if (!std::isfinite(p[k]))
+        throw py::value_error("actions must be finite, got " + std::to_string(p[k]) + " for env row " +
+                              std::to_string(k / action_elems_));
+    }
+    float_actions_.assign(p, p + n);
+    return float_actions_.data();
+  }
+
+  // (obs, reward, terminated, truncated, env_id, extras): numpy arrays
+  // viewing the batch, which stays alive (and unrecycled) while any of them
+  // does. extras is None unless an episode ended: then (done, episode_return,
+  // episode_length, final_obs or None).
+  py::tuple result(std::shared_ptr<Batch> batch) const {
+    Batch* b = batch.get();
+    py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
+                      [](void* p) { delete static_cast<std::shared_ptr<Batch>*>(p); });
+    const py::ssize_t rows = pool_->batch_size();
+    auto vec = [&](auto* ptr) {
+      using T = std::remove_pointer_t<decltype(ptr)>;
+      return py::array_t<T>({rows}, {static_cast<py::ssize_t>(sizeof(T))}, ptr, owner);
+    };
+    py::array obs(obs_dtype_, obs_shape_, {}, b->obs(0), owner);
+    py::object extras = py::none();
+    if (b->num_done.load(std::memory_order_relaxed) > 0) {
+      py::object final_obs = py::none();
+      if (b->layout().with_final_obs) final_obs = py::array(obs_dtype_, obs_shape_, {}, b->final_obs(0), owner);
+      extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs);
+    }
+    return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras);
+  }
+
+  std::unique_ptr<PoolBase> pool_;
+  std::vector<py::ssize_t> obs_shape_;
+  py::dtype obs_dtype_;
+  std::vector<int32_t> all_ids_;
+  int64_t action_elems_ = 1;
+  std::vector<int64_t> int_actions_;
+  std::vector<float> float_actions_;
+};
+
+}  // namespace
+}  // namespace fastvec::bindings
+
+PYBIND11_MODULE(_core, m) {
+  using fastvec::bindings::PyPool;
+  m.doc() = "fastvec's native pool (private; use fastvec.make)";
+  fastvec::bindings::register_classic_control();
+
+  static py::exception<fastvec::core::EnvError> env_error(m, "EnvError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const fastvec::core::UsageError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const fastvec::core::EnvError& e) {
+      py::set_error(env_error, e.what());
+    }
+  });
+
+  m.def("native_envs", [] {
+    std::vector<std::string> names;
+    for (const auto& kv : fastvec::bindings::pool_factories()) names.push_back(kv.first);
+    return names;
+  });
+
+  py::class_<PyPool>(m, "Pool")
+      .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
+                    const std::map<std::string, double>&>(),
+           py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
+           py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"))
+      .def("spec", &PyPool::spec)
+      .def_property_readonly("num_envs", &PyPool::num_envs)
+      .def_property_readonly("batch_size", &PyPool::batch_size)
+      .def_property_readonly("num_threads", &PyPool::num_threads)
+      .def_property_readonly("block_size", &PyPool::block_size)
+      .def_property_readonly("closed", &PyPool::closed)
+      .def("step", &PyPool::step, py::arg("actions"))
+      .def("send", &PyPool::send, py::arg("actions"), py::arg("env_id"))
+      .def("recv", &PyPool::recv)
+      .def("send_reset", &PyPool::send_reset, py::arg("env_id"), py::arg("seeds"), py::arg("observe_others"))
+      .def("reseed", &PyPool::reseed, py::arg("seed"))
+      .def("drain", &PyPool::drain)
+      .def("close", &PyPool::close);
+}

@@ -1,0 +1,592 @@
+#pragma once
+// Pool<E>: steps num_envs copies of env E on num_threads threads.
+//
+// Ownership, in one place:
+// - The caller thread (Python, one call at a time, serialised by api_mu_)
+//   owns the env states of envs that are not in flight (state_ == kIdle or
+//   kFresh or kStaged), the ring cursor recv_slot_, in_flight_ and the
+//   per-block staging counters.
+// - A block of envs in flight is owned by the one thread running it (a
+//   worker, or the caller stealing work in recv): its E instance, the
+//   per-env counters (elapsed_, episode_return_, needs_reset_, broken_, rng_)
+//   and its scratch. Hand-over happens through the TaskQueue mutex (send ->
+//   worker) and the slot's completion counter (worker -> recv).
+// - Rows of the Batch in a ring slot are written by the thread that claimed
+//   them (write_pos_), then read by recv after the slot's counter says all
+//   rows are in. recv hands the Batch to Python and puts a fresh one in the
+//   slot before any env of that batch can be sent again.
+//
+// One mechanism serves sync (batch_size == num_envs, rows in env order) and
+// async (batch_size < num_envs, rows in completion order) stepping.
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batch.hpp"
+#include "rng.hpp"
+#include "spec.hpp"
+#include "task_queue.hpp"
+
+namespace fastvec::core {
+
+enum class AutoresetMode { kNextStep, kSameStep, kDisabled };
+
+struct PoolConfig {
+  int num_envs = 1;
+  int batch_size = 0;   // 0: num_envs
+  int num_threads = 1;
+  int block_size = 0;   // 0: automatic
+  int max_episode_steps = 0;  // 0: no truncation
+  AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
+  uint64_t seed = 0;    // base seed; env i uses env_rng(seed, i)
+};
+
+// Raised for calls that are invalid in the pool's current state (recv
+// without send, stepping an env that is in flight, use after close).
+class UsageError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// The type-erased face the bindings see. Every method is called by the
+// caller thread; methods that wait release nothing themselves (the bindings
+// release the GIL around them).
+class PoolBase {
+ public:
+  virtual ~PoolBase() = default;
+  virtual const Spec& spec() const = 0;
+  virtual bool action_is_discrete() const = 0;
+  virtual size_t obs_itemsize() const = 0;
+  virtual int num_envs() const = 0;
+  virtual int batch_size() const = 0;
+  virtual int num_threads() const = 0;
+  virtual int block_size() const = 0;
+  virtual AutoresetMode autoreset_mode() const = 0;
+
+  // Queues a step of each listed env. `actions` holds one action per listed
+  // env, in the list's order: int64 for discrete envs, float32 elements for
+  // continuous ones. Validates everything before touching any env.
+  virtual void send_step(const void* actions, const int32_t* env_ids, int n) = 0;
+  // Queues a reset of each listed env; seeds[k], when given, reseeds env
+  // env_ids[k] as gymnasium's env.reset(seed=...) would. With
+  // observe_others, every other env reports its current observation (a
+  // partial reset in sync mode returns all rows).
+  virtual void send_reset(const int32_t* env_ids, int n, const std::optional<uint64_t>* seeds,
+                          bool observe_others) = 0;
+  // Reseeds every env from a base seed: env i as SeedSequence(seed).spawn(n)[i].
+  virtual void reseed_all(uint64_t seed) = 0;
+  // Waits for the next batch_size results.
+  virtual std::shared_ptr<Batch> recv() = 0;
+  // Waits for everything in flight and discards it; unstages staged envs.
+  virtual void drain() = 0;
+  // Envs whose episode ended and that have not been reset since.
+  virtual bool needs_reset(int env_id) const = 0;
+  virtual void close() = 0;
+  virtual bool closed() const = 0;
+};
+
+template <class E>
+class Pool final : public PoolBase {
+ public:
+  using Obs = typename E::Obs;
+  using Action = typename E::Action;
+
+  Pool(const PoolConfig& config, const Options& options)
+      : cfg_(config), spec_(E::spec(options)) {
+    validate_config();
+    obs_size_ = 1;
+    for (int64_t d : spec_.obs_shape) obs_size_ *= static_cast<size_t>(d);
+    if (spec_.num_actions == 0) {
+      action_size_ = 1;
+      for (int64_t d : spec_.action_shape) action_size_ *= static_cast<size_t>(d);
+    }
+    block_size_ = cfg_.block_size > 0 ? cfg_.block_size : auto_block_size();
+    num_blocks_ = cfg_.num_envs / block_size_;
+    sync_ = cfg_.batch_size == cfg_.num_envs;
+    const int n = cfg_.num_envs;
+    rng_.reserve(n);
+    for (int i = 0; i < n; ++i) rng_.push_back(env_rng(cfg_.seed, static_cast<uint32_t>(i)));
+    elapsed_.assign(n, 0);
+    episode_return_.assign(n, 0.0);
+    needs_reset_.assign(n, 0);
+    broken_.assign(n, 0);
+    op_.assign(n, Op::kStep);
+    state_.assign(n, State::kFresh);
+    actions_.assign(static_cast<size_t>(n) * action_size_, Action{});
+    staged_.assign(num_blocks_, 0);
+    scratch_.resize(num_blocks_);
+    blocks_.resize(num_blocks_);
+    BatchLayout layout{cfg_.batch_size, obs_size_ * sizeof(Obs),
+                       cfg_.autoreset_mode == AutoresetMode::kSameStep};
+    num_slots_ = cfg_.num_envs / cfg_.batch_size + 1;
+    recycler_ = std::make_shared<BatchRecycler>(layout, static_cast<size_t>(num_slots_) + 2);
+    slots_ = std::make_unique<Slot[]>(num_slots_);
+    for (int s = 0; s < num_slots_; ++s) slots_[s].batch = recycler_->take();
+    for (int b = 0; b < num_blocks_; ++b) {
+      scratch_[b].resize(block_size_, layout.with_final_obs ? obs_size_ : 0);
+    }
+    // Envs are constructed on the pool's threads: loading an env (a ROM) can
+    // be slow, and in parallel it is num_threads times faster.
+    construct_blocks(options);
+    const int workers = sync_ ? cfg_.num_threads - 1 : cfg_.num_threads;
+    for (int t = 0; t < workers; ++t) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  ~Pool() override { close(); }
+
+  const Spec& spec() const override { return spec_; }
+  bool action_is_discrete() const override { return spec_.num_actions > 0; }
+  size_t obs_itemsize() const override { return sizeof(Obs); }
+  int num_envs() const override { return cfg_.num_envs; }
+  int batch_size() const override { return cfg_.batch_size; }
+  int num_threads() const override { return cfg_.num_threads; }
+  int block_size() const override { return block_size_; }
+  AutoresetMode autoreset_mode() const override { return cfg_.autoreset_mode; }
+
+  void send_step(const void* actions, const int32_t* env_ids, int n) override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    check_ids(env_ids, n);
+    for (int k = 0; k < n; ++k) {
+      const int e = env_ids[k];
+      if (state_[e] == State::kFresh)
+        throw UsageError("env " + std::to_string(e) + " has not been reset; call reset() or async_reset() first");
+      if (state_[e] != State::kIdle)
+        throw UsageError("env " + std::to_string(e) + " is not awaiting an action (it was sent one and its result has not been received)");
+      if (broken_[e])
+        throw UsageError("env " + std::to_string(e) + " raised an exception earlier; reset it before stepping it again");
+      if (cfg_.autoreset_mode == AutoresetMode::kDisabled && needs_reset_[e])
+        throw UsageError("env " + std::to_string(e) +
+                         " finished its episode and autoreset_mode='disabled'; reset it "
+                         "(reset(options={'reset_mask': mask})) before stepping it again");
+    }
+    if (spec_.num_actions > 0) {
+      const int64_t* a = static_cast<const int64_t*>(actions);
+      for (int k = 0; k < n; ++k) actions_[env_ids[k]] = static_cast<Action>(a[k]);
+    } else {
+      const float* a = static_cast<const float*>(actions);
+      for (int k = 0; k < n; ++k)
+        std::memcpy(&actions_[env_ids[k] * action_size_], a + k * action_size_, action_size_ * sizeof(float));
+    }
+    for (int k = 0; k < n; ++k) stage(env_ids[k], Op::kStep);
+    dispatch();
+  }
+
+  void send_reset(const int32_t* env_ids, int n, const std::optional<uint64_t>* seeds,
+                  bool observe_others) override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    check_ids(env_ids, n);
+    std::vector<uint8_t> listed(cfg_.num_envs, 0);
+    for (int k = 0; k < n; ++k) listed[env_ids[k]] = 1;
+    for (int e = 0; e < cfg_.num_envs; ++e) {
+      if ((listed[e] || observe_others) && state_[e] != State::kIdle && state_[e] != State::kFresh)
+        throw UsageError("env " + std::to_string(e) + " is in flight; receive its result before resetting it");
+      if (observe_others && !listed[e] && state_[e] == State::kFresh)
+        throw UsageError("env " + std::to_string(e) + " has never been reset; a partial reset needs every other env reset once");
+    }
+    for (int k = 0; k < n; ++k) {
+      const int e = env_ids[k];
+      if (seeds != nullptr && seeds[k].has_value()) rng_[e] = single_rng(*seeds[k]);
+      stage(e, Op::kReset);
+    }
+    if (observe_others)
+      for (int e = 0; e < cfg_.num_envs; ++e)
+        if (!listed[e]) stage(e, Op::kObserve);
+    dispatch();
+  }
+
+  void reseed_all(uint64_t seed) override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    for (int e = 0; e < cfg_.num_envs; ++e)
+      if (state_[e] != State::kIdle && state_[e] != State::kFresh)
+        throw UsageError("cannot reseed while envs are in flight");
+    for (int e = 0; e < cfg_.num_envs; ++e) rng_[e] = env_rng(seed, static_cast<uint32_t>(e));
+  }
+
+  std::shared_ptr<Batch> recv() override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    if (in_flight_ < cfg_.batch_size) {
+      throw UsageError("recv() would wait forever: " + std::to_string(in_flight_) +
+                       " env(s) are in flight but batch_size is " + std::to_string(cfg_.batch_size) +
+                       "; send actions (or async_reset) first");
+    }
+    Slot& slot = slots_[recv_slot_ % num_slots_];
+    wait_for(slot, cfg_.batch_size);
+    check_open();
+    std::unique_ptr<Batch> full = std::move(slot.batch);
+    slot.batch = recycler_->take();
+    slot.done.store(0, std::memory_order_relaxed);
+    ++recv_slot_;
+    in_flight_ -= cfg_.batch_size;
+    const int32_t* ids = full->env_id();
+    for (int r = 0; r < cfg_.batch_size; ++r) state_[ids[r]] = State::kIdle;
+    std::shared_ptr<Batch> out = recycler_->lend(std::move(full));
+    rethrow_env_error(*out);
+    return out;
+  }
+
+  void drain() override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    for (int e = 0; e < cfg_.num_envs; ++e) {
+      if (state_[e] == State::kStaged) state_[e] = State::kIdle;
+    }
+    std::fill(staged_.begin(), staged_.end(), 0);
+    while (in_flight_ > 0) {
+      Slot& slot = slots_[recv_slot_ % num_slots_];
+      const int rows = std::min(in_flight_, cfg_.batch_size);
+      wait_for(slot, rows);
+      check_open();
+      const int32_t* ids = slot.batch->env_id();
+      for (int r = 0; r < rows; ++r) state_[ids[r]] = State::kIdle;
+      slot.batch->num_done.store(0, std::memory_order_relaxed);
+      slot.done.store(0, std::memory_order_relaxed);
+      ++recv_slot_;
+      in_flight_ -= rows;
+    }
+    // Nothing is in flight: realign the write cursor to the next slot.
+    write_pos_.store(recv_slot_ * cfg_.batch_size, std::memory_order_release);
+    std::lock_guard<std::mutex> elock(error_mu_);
+    errors_.clear();
+    has_error_.store(false, std::memory_order_release);
+  }
+
+  bool needs_reset(int env_id) const override { return needs_reset_.at(env_id) != 0; }
+
+  void close() override {
+    if (closed_.exchange(true)) return;
+    queue_.close();
+    // Wake a recv waiting on another thread: any change of value wakes it,
+    // and it rechecks closed_.
+    for (int s = 0; s < num_slots_; ++s) {
+      slots_[s].done.fetch_add(kClosedMark, std::memory_order_acq_rel);
+      slots_[s].done.notify_all();
+    }
+    for (std::thread& t : workers_) {
+      if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
+    }
+  }
+
+  bool closed() const override { return closed_.load(std::memory_order_acquire); }
+
+ private:
+  enum class Op : uint8_t { kStep, kReset, kObserve };
+  enum class State : uint8_t { kFresh, kIdle, kStaged, kInFlight };
+  static constexpr int kClosedMark = 1 << 29;
+
+  struct Slot {
+    std::unique_ptr<Batch> batch;
+    std::atomic<int> done{0};  // rows written; release by writers, acquire by recv
+  };
+
+  // Per-block results of phase one (stepping), owned by the running thread.
+  struct Scratch {
+    std::vector<float> reward;
+    std::vector<uint8_t> terminated, truncated, ended;
+    std::vector<double> episode_return;
+    std::vector<int32_t> episode_length;
+    std::vector<Obs> final_obs;
+    void resize(int n, size_t final_obs_size) {
+      reward.assign(n, 0.f);
+      terminated.assign(n, 0);
+      truncated.assign(n, 0);
+      ended.assign(n, 0);
+      episode_return.assign(n, 0.0);
+      episode_length.assign(n, 0);
+      final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
+    }
+  };
+
+  void validate_config() {
+    if (cfg_.num_envs < 1) throw std::invalid_argument("num_envs must be >= 1");
+    if (cfg_.batch_size == 0) cfg_.batch_size = cfg_.num_envs;
+    if (cfg_.batch_size < 1 || cfg_.batch_size > cfg_.num_envs)
+      throw std::invalid_argument("batch_size must be in [1, num_envs]");
+    if (cfg_.num_threads < 1) throw std::invalid_argument("num_threads must be >= 1");
+    if (cfg_.block_size < 0) throw std::invalid_argument("block_size must be >= 1");
+    if (cfg_.block_size > 0 && (cfg_.num_envs % cfg_.block_size || cfg_.batch_size % cfg_.block_size))
+      throw std::invalid_argument("block_size must divide both num_envs and batch_size");
+    if (cfg_.max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
+  }
+
+  // Cheap envs share a block so that queue and wake-up costs are paid per
+  // block: aim for ~20 us of work per block, at least a few blocks per thread
+  // when there is enough work, and a single block when the whole step costs
+  // less than a thread wake-up. The size must divide num_envs and batch_size.
+  int auto_block_size() const {
+    const double cost = std::max(1.0, spec_.step_cost_ns);
+    const int n = cfg_.num_envs;
+    int want;
+    if (n * cost < 50e3 && cfg_.batch_size == n) {
+      want = n;
+    } else {
+      const int per_thread = (n + cfg_.num_threads - 1) / cfg_.num_threads;
+      const int by_cost = static_cast<int>(20e3 / cost) + 1;
+      const int by_spread = (n + 4 * cfg_.num_threads - 1) / (4 * cfg_.num_threads);
+      want = std::max(1, std::min(per_thread, std::max(by_cost, by_spread)));
+    }
+    const int g = std::gcd(cfg_.num_envs, cfg_.batch_size);
+    int best = 1;
+    for (int d = 1; d <= g; ++d)
+      if (g % d == 0 && d <= want) best = d;
+    return best;
+  }
+
+  void construct_blocks(const Options& options) {
+    std::vector<std::exception_ptr> errors(num_blocks_);
+    std::atomic<int> next{0};
+    auto build = [&] {
+      for (int b; (b = next.fetch_add(1)) < num_blocks_;) {
+        try {
+          blocks_[b] = std::make_unique<E>(block_size_, options);
+        } catch (...) {
+          errors[b] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> helpers;
+    const int extra = std::min(cfg_.num_threads, num_blocks_) - 1;
+    for (int t = 0; t < extra; ++t) helpers.emplace_back(build);
+    build();
+    for (std::thread& t : helpers) t.join();
+    for (std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+  void check_open() const {
+    if (closed_.load(std::memory_order_acquire)) throw UsageError("the pool is closed");
+  }
+
+  void check_ids(const int32_t* ids, int n) const {
+    std::vector<uint8_t> seen(cfg_.num_envs, 0);
+    for (int k = 0; k < n; ++k) {
+      const int e = ids[k];
+      if (e < 0 || e >= cfg_.num_envs)
+        throw std::invalid_argument("env_id " + std::to_string(e) + " is out of range [0, " +
+                                std::to_string(cfg_.num_envs) + ")");
+      if (seen[e]) throw std::invalid_argument("env_id " + std::to_string(e) + " is listed twice");
+      seen[e] = 1;
+    }
+  }
+
+  // Called by the caller thread: marks env e staged; a block whose envs are
+  // all staged goes to dispatch().
+  void stage(int e, Op op) {
+    op_[e] = op;
+    state_[e] = State::kStaged;
+    ++staged_[e / block_size_];
+  }
+
+  void dispatch() {
+    ready_.clear();
+    for (int b = 0; b < num_blocks_; ++b) {
+      if (staged_[b] != block_size_) continue;
+      staged_[b] = 0;
+      for (int e = b * block_size_; e < (b + 1) * block_size_; ++e) state_[e] = State::kInFlight;
+      in_flight_ += block_size_;
+      ready_.push_back(b);
+    }
+    if (ready_.empty()) return;
+    // With no workers (sync, one thread) the caller runs everything in recv.
+    queue_.push(ready_.begin(), ready_.end());
+  }
+
+  // Called by the recv thread: waits until `rows` rows of the slot are in,
+  // stepping queued blocks itself meanwhile.
+  void wait_for(Slot& slot, int rows) {
+    int spins = 0;
+    for (;;) {
+      const int d = slot.done.load(std::memory_order_acquire);
+      if (d >= rows) return;
+      const int b = queue_.try_pop();
+      if (b >= 0) {
+        run_block(b);
+        continue;
+      }
+      if (++spins < kRecvSpins) {
+        cpu_relax();
+        continue;
+      }
+      slot.done.wait(d, std::memory_order_acquire);
+    }
+  }
+
+  void worker_loop() {
+    for (int b; (b = queue_.pop()) >= 0;) run_block(b);
+  }
+
+  void reset_env(E& env, int i, int e) {
+    env.reset(i, rng_[e]);
+    elapsed_[e] = 0;
+    episode_return_[e] = 0.0;
+    needs_reset_[e] = 0;
+    broken_[e] = 0;
+  }
+
+  // Phase one for env e (index i in its block): reset or step it, counting
+  // steps, truncating and autoresetting as the pool's mode says.
+  void run_env(E& env, Scratch& s, int i, int e) {
+    s.reward[i] = 0.f;
+    s.terminated[i] = s.truncated[i] = s.ended[i] = 0;
+    switch (op_[e]) {
+      case Op::kObserve:
+        return;
+      case Op::kReset:
+        reset_env(env, i, e);
+        return;
+      case Op::kStep:
+        break;
+    }
+    if (needs_reset_[e] && cfg_.autoreset_mode == AutoresetMode::kNextStep) {
+      reset_env(env, i, e);
+      return;
+    }
+    const StepResult r = env.step(i, &actions_[static_cast<size_t>(e) * action_size_]);
+    elapsed_[e] += 1;
+    episode_return_[e] += r.reward;
+    const bool truncated = cfg_.max_episode_steps > 0 && elapsed_[e] >= cfg_.max_episode_steps;
+    s.reward[i] = r.reward;
+    s.terminated[i] = r.terminated;
+    s.truncated[i] = truncated;
+    if (!(r.terminated || truncated)) return;
+    s.ended[i] = 1;
+    s.episode_return[i] = episode_return_[e];
+    s.episode_length[i] = elapsed_[e];
+    if (cfg_.autoreset_mode == AutoresetMode::kSameStep) {
+      env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
+      reset_env(env, i, e);
+    } else {
+      needs_reset_[e] = 1;
+    }
+  }
+
+  // Steps block b, then claims its rows in the ring and writes them.
+  void run_block(int b) {
+    E& env = *blocks_[b];
+    Scratch& s = scratch_[b];
+    const int base = b * block_size_;
+    for (int i = 0; i < block_size_; ++i) {
+      const int e = base + i;
+      try {
+        run_env(env, s, i, e);
+      } catch (const std::exception& ex) {
+        record_error(e, ex.what(), i, s);
+      } catch (...) {
+        record_error(e, "unknown exception", i, s);
+      }
+    }
+    const int64_t pos = write_pos_.fetch_add(block_size_, std::memory_order_acq_rel);
+    Slot& slot = slots_[(pos / cfg_.batch_size) % num_slots_];
+    Batch& out = *slot.batch;
+    const int row0 = sync_ ? base : static_cast<int>(pos % cfg_.batch_size);
+    int ended = 0;
+    for (int i = 0; i < block_size_; ++i) {
+      const int row = row0 + i, e = base + i;
+      Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
+      if (broken_[e]) {
+        std::fill(obs, obs + obs_size_, Obs{});
+      } else {
+        try {
+          env.write_obs(i, obs);
+        } catch (const std::exception& ex) {
+          record_error(e, ex.what(), i, s);
+          std::fill(obs, obs + obs_size_, Obs{});
+        }
+      }
+      out.reward()[row] = s.reward[i];
+      out.terminated()[row] = s.terminated[i];
+      out.truncated()[row] = s.truncated[i];
+      out.done()[row] = s.ended[i];
+      out.env_id()[row] = e;
+      out.episode_return()[row] = s.ended[i] ? s.episode_return[i] : 0.0;
+      out.episode_length()[row] = s.ended[i] ? s.episode_length[i] : 0;
+      if (s.ended[i]) {
+        ++ended;
+        if (out.layout().with_final_obs)
+          std::memcpy(out.final_obs(row), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+      }
+    }
+    if (ended) out.num_done.fetch_add(ended, std::memory_order_relaxed);
+    const int now = slot.done.fetch_add(block_size_, std::memory_order_acq_rel) + block_size_;
+    if (now >= cfg_.batch_size) slot.done.notify_all();
+  }
+
+  void record_error(int e, const std::string& what, int i, Scratch& s) {
+    broken_[e] = 1;
+    needs_reset_[e] = 1;
+    s.reward[i] = 0.f;
+    s.terminated[i] = s.truncated[i] = s.ended[i] = 0;
+    std::lock_guard<std::mutex> lock(error_mu_);
+    errors_.emplace_back(e, "env " + std::to_string(e) + " raised: " + what);
+    has_error_.store(true, std::memory_order_release);
+  }
+
+  // Called by the recv thread: raises the first error of an env in `batch`.
+  void rethrow_env_error(Batch& batch) {
+    if (!has_error_.load(std::memory_order_acquire)) return;
+    std::vector<uint8_t> in_batch(cfg_.num_envs, 0);
+    for (int r = 0; r < cfg_.batch_size; ++r) in_batch[batch.env_id()[r]] = 1;
+    std::string msg;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      auto it = std::find_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; });
+      if (it == errors_.end()) return;
+      msg = it->second;
+      errors_.erase(std::remove_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; }),
+                    errors_.end());
+      has_error_.store(!errors_.empty(), std::memory_order_release);
+    }
+    throw EnvError(msg);
+  }
+
+  static constexpr int kRecvSpins = 20000;
+
+  PoolConfig cfg_;
+  Spec spec_;
+  size_t obs_size_ = 1, action_size_ = 1;
+  int block_size_ = 1, num_blocks_ = 1, num_slots_ = 2;
+  bool sync_ = true;
+
+  std::vector<std::unique_ptr<E>> blocks_;
+  std::vector<Scratch> scratch_;
+  // Per env; owned as described at the top of this file.
+  std::vector<Pcg64> rng_;
+  std::vector<int32_t> elapsed_;
+  std::vector<double> episode_return_;
+  std::vector<uint8_t> needs_reset_, broken_;
+  std::vector<Op> op_;
+  std::vector<Action> actions_;
+  // Caller-owned.
+  std::vector<State> state_;
+  std::vector<int> staged_;
+  std::vector<int> ready_;
+  int in_flight_ = 0;
+  int64_t recv_slot_ = 0;
+  std::mutex api_mu_;
+
+  std::shared_ptr<BatchRecycler> recycler_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<int64_t> write_pos_{0};
+  TaskQueue queue_;
+  std::vector<std::thread> workers_;
+
+  std::mutex error_mu_;
+  std::vector<std::pair<int, std::string>> errors_;  // (env id, message); guarded by error_mu_
+  std::atomic<bool> has_error_{false};
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace fastvec::core

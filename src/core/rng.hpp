@@ -1,0 +1,118 @@
+#pragma once
+// Random numbers bit-compatible with numpy: SeedSequence, PCG64 and
+// Generator.uniform. An env seeded here draws exactly what a gymnasium env
+// seeded with the same SeedSequence draws, so reset distributions can be
+// tested for equality, not just in distribution.
+// Reference: numpy/random/bit_generator.pyx, numpy/random/src/pcg64/pcg64.h.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace fastvec::core {
+
+// numpy.random.SeedSequence(entropy, spawn_key) reduced to what fastvec uses:
+// integer entropy and an integer spawn key path.
+class SeedSequence {
+ public:
+  SeedSequence(uint64_t entropy, const std::vector<uint32_t>& spawn_key) {
+    std::vector<uint32_t> words = to_words(entropy);
+    if (!spawn_key.empty() && words.size() < kPoolSize) words.resize(kPoolSize, 0);
+    words.insert(words.end(), spawn_key.begin(), spawn_key.end());
+    mix_entropy(words);
+  }
+
+  // generate_state(n_words, np.uint64)
+  template <size_t N>
+  std::array<uint64_t, N> generate_state_u64() const {
+    std::array<uint64_t, N> out{};
+    uint32_t hash_const = kInitB;
+    for (size_t i = 0; i < 2 * N; ++i) {
+      uint32_t v = pool_[i % kPoolSize];
+      v ^= hash_const;
+      hash_const *= kMultB;
+      v *= hash_const;
+      v ^= v >> kXShift;
+      out[i / 2] |= static_cast<uint64_t>(v) << (32 * (i % 2));
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kPoolSize = 4;
+  static constexpr uint32_t kInitA = 0x43b0d7e5, kMultA = 0x931e8875;
+  static constexpr uint32_t kInitB = 0x8b51f9dd, kMultB = 0x58f38ded;
+  static constexpr uint32_t kMixMultL = 0xca01f9dd, kMixMultR = 0x4973f715;
+  static constexpr int kXShift = 16;
+
+  static std::vector<uint32_t> to_words(uint64_t x) {
+    std::vector<uint32_t> w{static_cast<uint32_t>(x)};
+    if (x >> 32) w.push_back(static_cast<uint32_t>(x >> 32));
+    return w;
+  }
+  static uint32_t hashmix(uint32_t value, uint32_t& hash_const) {
+    value ^= hash_const;
+    hash_const *= kMultA;
+    value *= hash_const;
+    value ^= value >> kXShift;
+    return value;
+  }
+  static uint32_t mix(uint32_t x, uint32_t y) {
+    uint32_t r = kMixMultL * x - kMixMultR * y;
+    return r ^ (r >> kXShift);
+  }
+  void mix_entropy(const std::vector<uint32_t>& e) {
+    uint32_t hash_const = kInitA;
+    for (size_t i = 0; i < kPoolSize; ++i) pool_[i] = hashmix(i < e.size() ? e[i] : 0, hash_const);
+    for (size_t s = 0; s < kPoolSize; ++s)
+      for (size_t d = 0; d < kPoolSize; ++d)
+        if (s != d) pool_[d] = mix(pool_[d], hashmix(pool_[s], hash_const));
+    for (size_t s = kPoolSize; s < e.size(); ++s)
+      for (size_t d = 0; d < kPoolSize; ++d) pool_[d] = mix(pool_[d], hashmix(e[s], hash_const));
+  }
+
+  std::array<uint32_t, kPoolSize> pool_{};
+};
+
+// numpy.random.PCG64 (XSL-RR 128/64) with numpy's seeding from a SeedSequence.
+class Pcg64 {
+ public:
+  Pcg64() : Pcg64(SeedSequence(0, {})) {}
+  explicit Pcg64(const SeedSequence& seq) {
+    auto v = seq.generate_state_u64<4>();
+    const unsigned __int128 init_state = (static_cast<unsigned __int128>(v[0]) << 64) | v[1];
+    const unsigned __int128 init_seq = (static_cast<unsigned __int128>(v[2]) << 64) | v[3];
+    state_ = 0;
+    inc_ = (init_seq << 1) | 1;
+    advance();
+    state_ += init_state;
+    advance();
+  }
+
+  uint64_t next_u64() {
+    advance();
+    const uint64_t x = static_cast<uint64_t>(state_ >> 64) ^ static_cast<uint64_t>(state_);
+    const unsigned rot = static_cast<unsigned>(state_ >> 122);
+    return (x >> rot) | (x << ((64 - rot) & 63));
+  }
+  // Generator.random(): 53-bit double in [0, 1).
+  double next_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+  // Generator.uniform(low, high), one draw.
+  double uniform(double low, double high) { return low + (high - low) * next_double(); }
+
+ private:
+  static constexpr unsigned __int128 kMult =
+      (static_cast<unsigned __int128>(2549297995355413924ULL) << 64) | 4865540595714422341ULL;
+  void advance() { state_ = state_ * kMult + inc_; }
+
+  unsigned __int128 state_;
+  unsigned __int128 inc_;
+};
+
+// The generator env `env_index` of a pool seeded with `seed` uses:
+// numpy's SeedSequence(seed).spawn(num_envs)[env_index].
+inline Pcg64 env_rng(uint64_t seed, uint32_t env_index) { return Pcg64(SeedSequence(seed, {env_index})); }
+// The generator of an env reset with its own seed, as gymnasium's env.reset(seed=seed).
+inline Pcg64 single_rng(uint64_t seed) { return Pcg64(SeedSequence(seed, {})); }
+
+}  // namespace fastvec::core

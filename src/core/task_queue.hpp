@@ -1,0 +1,92 @@
+#pragma once
+// The queue of blocks waiting to be stepped. Producers: the caller thread
+// (send). Consumers: the worker threads, and the caller thread itself while it
+// waits in recv (it steals work rather than sleep). Thread-safe; owns nothing
+// but block indices.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+namespace fastvec::core {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class TaskQueue {
+ public:
+  // Called by the caller thread. Wakes at most as many sleeping workers as
+  // there are new tasks.
+  template <class It>
+  void push(It first, It last) {
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (It it = first; it != last; ++it, ++n) tasks_.push_back(*it);
+      size_.store(static_cast<int>(tasks_.size()), std::memory_order_release);
+    }
+    for (int i = 0; i < n && i < sleepers_.load(std::memory_order_acquire); ++i) cv_.notify_one();
+  }
+
+  // Called by any thread; never blocks. Returns -1 when empty or closed.
+  int try_pop() {
+    if (size_.load(std::memory_order_acquire) == 0) return -1;
+    std::lock_guard<std::mutex> lock(mu_);
+    return pop_locked();
+  }
+
+  // Called by worker threads. Spins briefly (a step loop refills the queue
+  // within microseconds), then sleeps. Returns -1 once closed.
+  int pop() {
+    for (int spin = 0; spin < kSpins; ++spin) {
+      if (closed_.load(std::memory_order_acquire)) return -1;
+      if (size_.load(std::memory_order_acquire) > 0) {
+        int t = try_pop();
+        if (t >= 0) return t;
+      }
+      cpu_relax();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    sleepers_.fetch_add(1, std::memory_order_acq_rel);
+    cv_.wait(lock, [&] { return closed_.load(std::memory_order_acquire) || !tasks_.empty(); });
+    sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+    return pop_locked();
+  }
+
+  // Drops queued tasks and wakes every worker; pop() returns -1 from now on.
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_.store(true, std::memory_order_release);
+      tasks_.clear();
+      size_.store(0, std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  static constexpr int kSpins = 4000;
+
+  int pop_locked() {
+    if (closed_.load(std::memory_order_relaxed) || tasks_.empty()) return -1;
+    int t = tasks_.front();
+    tasks_.pop_front();
+    size_.store(static_cast<int>(tasks_.size()), std::memory_order_release);
+    return t;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int> tasks_;            // guarded by mu_
+  std::atomic<int> size_{0};         // mirror of tasks_.size() for lock-free peeks
+  std::atomic<int> sleepers_{0};     // workers blocked in cv_.wait
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace fastvec::core

@@ -1,0 +1,65 @@
+#pragma once
+// A test-only env for the pool's failure paths: it can throw at a given step
+// or reset, and sleep to make steps slow. Registered as "_Debug-v0", hidden
+// from list_envs(). Observation: [env-local step count, last action].
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "core/spec.hpp"
+
+namespace fastvec::envs {
+
+class Debug {
+ public:
+  using Obs = float;
+  using Action = int32_t;
+
+  static core::Spec spec(const core::Options& o) {
+    core::Spec s;
+    s.obs_shape = {2};
+    s.obs_low = {0.0, 0.0};
+    s.obs_high = {1e9, 1e9};
+    s.num_actions = 4;
+    s.step_cost_ns = o.get("sleep_us", 0) > 0 ? o.get("sleep_us", 0) * 1e3 : 50;
+    return s;
+  }
+
+  Debug(int n, const core::Options& o)
+      : throw_step_(static_cast<int>(o.get("throw_at_step", -1))),
+        throw_on_action_(static_cast<int>(o.get("throw_on_action", -1))),
+        sleep_us_(o.get("sleep_us", 0)),
+        episode_len_(static_cast<int>(o.get("episode_length", 1000000))),
+        count_(n, 0),
+        last_(n, 0) {}
+
+  void reset(int i, core::Pcg64&) {
+    count_[i] = 0;
+    last_[i] = 0;
+  }
+
+  core::StepResult step(int i, const Action* action) {
+    if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(sleep_us_)));
+    if (*action == throw_on_action_) throw core::EnvError("debug env asked to throw (action " + std::to_string(*action) + ")");
+    count_[i] += 1;
+    if (count_[i] == throw_step_) throw core::EnvError("debug env asked to throw at step " + std::to_string(count_[i]));
+    last_[i] = *action;
+    return {static_cast<float>(*action), count_[i] >= episode_len_};
+  }
+
+  void write_obs(int i, float* out) const {
+    out[0] = static_cast<float>(count_[i]);
+    out[1] = static_cast<float>(last_[i]);
+  }
+
+ private:
+  int throw_step_, throw_on_action_;
+  double sleep_us_;
+  int episode_len_;
+  std::vector<int> count_, last_;
+};
+
+}  // namespace fastvec::envs
