@@ -1,0 +1,296 @@
+"""fastvec.VectorEnv: a gymnasium VectorEnv over the native pool."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastvec import _core
+from fastvec.registry import EnvEntry, lookup
+
+_MODES = {
+    "next_step": AutoresetMode.NEXT_STEP,
+    "same_step": AutoresetMode.SAME_STEP,
+    "disabled": AutoresetMode.DISABLED,
+}
+_MAX_SEED = 2**64
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return int(value)
+
+
+def _check_seed(name: str, seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < _MAX_SEED:
+        raise ValueError(f"{name} must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def make(
+    env_id: str,
+    num_envs: int = 1,
+    *,
+    batch_size: int | None = None,
+    num_threads: int | None = None,
+    seed: int | None = None,
+    autoreset_mode: str | AutoresetMode = "next_step",
+    max_episode_steps: int | None = None,
+    block_size: int | None = None,
+    backend: str = "auto",
+    **env_kwargs: Any,
+) -> VectorEnv:
+    """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool.
+
+    >>> env = fastvec.make("CartPole-v1", num_envs=4, seed=0)
+    >>> obs, info = env.reset()
+    >>> obs, reward, terminated, truncated, info = env.step(np.zeros(4, dtype=np.int64))
+
+    ``batch_size < num_envs`` makes the pool asynchronous: ``async_reset()``,
+    then ``recv()`` returns the first ``batch_size`` envs to finish and
+    ``send(actions, info["env_id"])`` steps exactly those.
+    """
+    if backend not in ("auto", "native", "python"):
+        raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
+    if not isinstance(env_id, str):
+        raise NotImplementedError(
+            "callables and lists of env constructors run in the Python-env pool, which is not built yet"
+        )
+    if backend == "python":
+        raise NotImplementedError("backend='python' (the Python-env pool) is not built yet")
+    entry = lookup(env_id)
+    num_envs = _check_int("num_envs", num_envs, 1, 1 << 24)
+    batch_size = num_envs if batch_size is None else _check_int("batch_size", batch_size, 1, num_envs)
+    if num_threads is None:
+        num_threads = max(1, min(_available_cores(), num_envs))
+    num_threads = _check_int("num_threads", num_threads, 1, 1024)
+    if block_size is not None:
+        block_size = _check_int("block_size", block_size, 1, num_envs)
+        if num_envs % block_size or batch_size % block_size:
+            raise ValueError(
+                f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
+            )
+    if isinstance(autoreset_mode, AutoresetMode):
+        autoreset_mode = {m: name for name, m in _MODES.items()}[autoreset_mode]
+    if autoreset_mode not in _MODES:
+        raise ValueError(f"autoreset_mode must be one of {sorted(_MODES)}, got {autoreset_mode!r}")
+    if max_episode_steps is None:
+        max_episode_steps = entry.max_episode_steps or 0
+    else:
+        max_episode_steps = _check_int("max_episode_steps", max_episode_steps, 1)
+    options = _env_options(entry, env_kwargs)
+    seeded = seed is not None
+    seed = _check_seed("seed", seed) if seeded else secrets.randbits(64)
+    pool = _core.Pool(
+        entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, autoreset_mode,
+        seed, options,
+    )
+    return VectorEnv(pool, entry, _MODES[autoreset_mode], max_episode_steps or None)
+
+
+def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, float]:
+    options = dict(entry.options)
+    for name, value in kwargs.items():
+        if name not in entry.options:
+            accepted = ", ".join(sorted(entry.options)) or "none"
+            raise TypeError(f"{entry.id} got an unexpected keyword argument {name!r} (accepted: {accepted})")
+        if not isinstance(value, (bool, int, float, np.integer, np.floating)):
+            raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
+        options[name] = value
+    return {k: float(v) for k, v in options.items()}
+
+
+def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
+    if kind == "obs":
+        dtype = np.dtype(spec["obs_dtype"])
+        shape = tuple(spec["obs_shape"])
+        low = np.asarray(spec["obs_low"], dtype=np.float64).reshape(shape).astype(dtype)
+        high = np.asarray(spec["obs_high"], dtype=np.float64).reshape(shape).astype(dtype)
+        return gym.spaces.Box(low, high, shape, dtype)
+    if spec["num_actions"] > 0:
+        return gym.spaces.Discrete(spec["num_actions"])
+    shape = tuple(spec["action_shape"])
+    low = np.asarray(spec["action_low"], dtype=np.float32).reshape(shape)
+    high = np.asarray(spec["action_high"], dtype=np.float32).reshape(shape)
+    return gym.spaces.Box(low, high, shape, np.float32)
+
+
+class VectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` envs stepped by a native thread pool; made by :func:`fastvec.make`.
+
+    ``info`` is a dict of arrays: ``env_id`` always; when an episode ended,
+    ``episode_return``/``episode_length`` with masks ``_episode_return``/
+    ``_episode_length``; with ``autoreset_mode="same_step"`` also
+    ``final_obs``/``final_info`` as gymnasium defines them.
+    """
+
+    def __init__(self, pool: _core.Pool, entry: EnvEntry, autoreset_mode: AutoresetMode,
+                 max_episode_steps: int | None) -> None:
+        self._pool = pool
+        self.entry = entry
+        self.num_envs = pool.num_envs
+        self.batch_size = pool.batch_size
+        self.num_threads = pool.num_threads
+        self.block_size = pool.block_size
+        self.max_episode_steps = max_episode_steps
+        spec = pool.spec()
+        self.single_observation_space = _space("obs", spec)
+        self.single_action_space = _space("action", spec)
+        self.observation_space = batch_space(self.single_observation_space, self.batch_size)
+        self.action_space = batch_space(self.single_action_space, self.batch_size)
+        self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
+        self.render_mode = None
+        self.spec = None
+        self._mode = autoreset_mode
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        return self._mode
+
+    # -- sync API ---------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every env (or, with ``options={"reset_mask": mask}`` or
+        ``options={"env_id": ids}``, only some) and returns their observations.
+
+        ``seed`` as an int seeds env ``i`` with ``SeedSequence(seed).spawn(num_envs)[i]``;
+        as a list, env ``i`` is seeded as ``gymnasium.make(...).reset(seed=seed[i])`` would be.
+        """
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        ids = options.pop("env_id", None)
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'reset_mask' or 'env_id'")
+        if reset_mask is not None and ids is not None:
+            raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
+        if reset_mask is not None or ids is not None:
+            return self._partial_reset(seed, reset_mask, ids)
+        seeds = self._seeds(seed, self.num_envs)
+        self._pool.drain()
+        self._pool.send_reset(None, seeds, False)
+        batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
+        if len(batches) == 1:
+            obs, _, _, _, env_id, _ = batches[0]
+            return obs, {"env_id": env_id}
+        env_id = np.concatenate([b[4] for b in batches])
+        order = np.argsort(env_id, kind="stable")
+        obs = np.concatenate([b[0] for b in batches])[order]
+        return obs, {"env_id": env_id[order]}
+
+    def step(
+        self, actions: Any, env_id: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Steps every env with ``actions`` (one row per env, env order).
+
+        In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
+        """
+        if env_id is None:
+            return self._result(self._pool.step(actions))
+        self._pool.send(actions, env_id)
+        return self._result(self._pool.recv())
+
+    # -- async API --------------------------------------------------------
+
+    def async_reset(self, seed: int | Sequence[int | None] | None = None) -> None:
+        """Starts a reset of every env and returns at once; results come from :meth:`recv`."""
+        seeds = self._seeds(seed, self.num_envs)
+        self._pool.drain()
+        self._pool.send_reset(None, seeds, False)
+
+    def send(self, actions: Any, env_id: Any = None) -> None:
+        """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
+        if env_id is None:
+            env_id = np.arange(self.num_envs, dtype=np.int32)
+        self._pool.send(actions, env_id)
+
+    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
+        return self._result(self._pool.recv())
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._pool.close()
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    # -- helpers ----------------------------------------------------------
+
+    def _seeds(self, seed: Any, n: int) -> list[int | None]:
+        """Per-env seeds for send_reset; an int seed reseeds the whole pool instead."""
+        if seed is None:
+            return []
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            self._pool.drain()
+            self._pool.reseed(_check_seed("seed", seed))
+            return []
+        if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
+            raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
+        if len(seed) != n:
+            raise ValueError(f"seed: a list of seeds needs one per env ({n}), got {len(seed)}")
+        return [None if s is None else _check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+
+    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        if self.batch_size != self.num_envs:
+            raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
+        if reset_mask is not None:
+            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
+                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
+            if reset_mask.shape != (self.num_envs,):
+                raise ValueError(
+                    f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}"
+                )
+            if not reset_mask.any():
+                raise ValueError("options['reset_mask'] must contain at least one True value")
+            ids = np.flatnonzero(reset_mask).astype(np.int32)
+        else:
+            ids = np.asarray(ids)
+            if ids.ndim == 0:
+                ids = ids.reshape(1)
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+        seeds = self._seeds(seed, len(ids)) if seed is not None else []
+        self._pool.send_reset(ids, seeds, True)
+        obs, _, _, _, env_id, _ = self._pool.recv()
+        if reset_mask is not None:
+            return obs, {"env_id": env_id}
+        return obs[ids], {"env_id": env_id[ids]}
+
+    def _result(self, r: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, reward, terminated, truncated, env_id, extras = r
+        info: dict[str, Any] = {"env_id": env_id}
+        if extras is not None:
+            done, ep_return, ep_length, final_obs = extras
+            stats = {"episode_return": ep_return, "_episode_return": done,
+                     "episode_length": ep_length, "_episode_length": done}
+            info.update(stats)
+            if final_obs is not None:
+                boxed = np.full(len(done), None, dtype=object)
+                for i in np.flatnonzero(done):
+                    boxed[i] = final_obs[i]
+                info["final_obs"], info["_final_obs"] = boxed, done
+                info["final_info"], info["_final_info"] = stats, done
+        return obs, reward, terminated, truncated, info
