@@ -229,6 +229,12 @@ class VectorEnv(gym.vector.VectorEnv):
         """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
         return self._result(self._pool.recv())
 
+    def __enter__(self) -> VectorEnv:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close_extras(self, **kwargs: Any) -> None:
         self._pool.close()
 

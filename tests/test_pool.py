@@ -1,0 +1,471 @@
+"""Pool semantics: ordering, async, autoreset modes, truncation, episode
+statistics, buffer ownership, failures and bad input."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+
+
+def debug(num_envs=4, **kw):
+    """The test-only env: obs = [steps since reset, last action], reward = action."""
+    return fastvec.make("_Debug-v0", num_envs, seed=0, **kw)
+
+
+def native_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+# -- sync ordering and results ----------------------------------------------
+
+
+def test_sync_rows_are_in_env_order():
+    env = debug(8, num_threads=2, block_size=2)
+    env.reset()
+    actions = np.array([0, 1, 2, 3, 3, 2, 1, 0])
+    obs, rew, term, trunc, info = env.step(actions)
+    np.testing.assert_array_equal(info["env_id"], np.arange(8))
+    np.testing.assert_array_equal(obs[:, 1], actions)
+    np.testing.assert_array_equal(obs[:, 0], np.ones(8))
+    np.testing.assert_array_equal(rew, actions.astype(np.float32))
+    assert rew.dtype == np.float32 and term.dtype == np.bool_ and trunc.dtype == np.bool_
+
+
+def test_actions_may_be_a_list_and_any_integer_dtype():
+    env = debug(3)
+    env.reset()
+    obs, *_ = env.step([1, 2, 3])
+    np.testing.assert_array_equal(obs[:, 1], [1, 2, 3])
+    obs, *_ = env.step(np.array([3, 2, 1], dtype=np.uint8))
+    np.testing.assert_array_equal(obs[:, 1], [3, 2, 1])
+
+
+# -- async -------------------------------------------------------------------
+
+
+def test_async_serves_every_env_with_the_right_actions():
+    env = debug(8, batch_size=2, num_threads=2)
+    env.async_reset()
+    steps = np.zeros(8, dtype=int)
+    for _ in range(200):
+        obs, rew, term, trunc, info = env.recv()
+        ids = info["env_id"]
+        assert len(ids) == 2 and len(set(ids.tolist())) == 2
+        # The row of env e reports e's own step count and the action sent to it.
+        np.testing.assert_array_equal(obs[:, 0], steps[ids])
+        if steps[ids].min() > 0:
+            np.testing.assert_array_equal(obs[:, 1], ids % 4)
+        steps[ids] += 1
+        env.send(ids % 4, ids)
+    assert steps.min() > 0 and steps.sum() == 400
+
+
+def test_async_partial_sends_complete_a_batch():
+    env = debug(4, batch_size=2, block_size=1)
+    env.async_reset()
+    _, _, _, _, info = env.recv()
+    a, b = info["env_id"]
+    env.send([1], [a])
+    env.send([2], [b])
+    got = {}
+    for _ in range(2):  # the two remaining reset envs and the two stepped ones
+        obs, _, _, _, info = env.recv()
+        got.update(zip(info["env_id"].tolist(), obs.tolist(), strict=True))
+    assert got[a] == [1, 1] and got[b] == [1, 2]
+
+
+def test_recv_without_send_raises_and_pool_stays_usable():
+    env = debug(4, batch_size=2)
+    with pytest.raises(RuntimeError, match="recv"):
+        env.recv()
+    env.async_reset()
+    env.recv()
+    env.recv()
+    with pytest.raises(RuntimeError, match="recv"):
+        env.recv()
+    env.send([0, 0], [0, 1])
+    assert sorted(env.recv()[4]["env_id"].tolist()) == [0, 1]
+
+
+def test_send_to_env_not_awaiting_an_action():
+    env = debug(4, batch_size=2, block_size=1)
+    env.async_reset()
+    ids = env.recv()[4]["env_id"]
+    env.send([0, 0], ids)
+    with pytest.raises(RuntimeError, match="not awaiting"):
+        env.send([0], ids[:1])
+    with pytest.raises(ValueError, match="out of range"):
+        env.send([0], [4])
+    with pytest.raises(ValueError, match="twice"):
+        env.send([0, 0], [ids[0], ids[0]])
+    assert len(env.recv()[4]["env_id"]) == 2
+
+
+def test_step_before_reset_raises():
+    env = debug(2)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step([0, 0])
+    env.reset()
+    env.step([0, 0])
+
+
+def test_reset_in_async_mode_returns_every_env_in_order():
+    env = debug(6, batch_size=2, block_size=1)
+    env.async_reset()
+    env.recv()
+    obs, info = env.reset()
+    np.testing.assert_array_equal(info["env_id"], np.arange(6))
+    assert obs.shape == (6, 2)
+
+
+# -- autoreset modes, compared with gymnasium's SyncVectorEnv --------------
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_autoreset_matches_gymnasium_sync_vector_env(mode):
+    n, steps, limit = 4, 300, 30
+    gmode = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP,
+             "disabled": gym.vector.AutoresetMode.DISABLED}[mode]
+    ref = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync", max_episode_steps=limit,
+                       vector_kwargs={"autoreset_mode": gmode})
+    env = fastvec.make("CartPole-v1", n, autoreset_mode=mode, max_episode_steps=limit)
+    assert env.metadata["autoreset_mode"] == gmode
+    seeds = [7 + i for i in range(n)]  # SyncVectorEnv seeds env i with seed + i
+    ref_obs, _ = ref.reset(seed=7)
+    obs, _ = env.reset(seed=seeds)
+    np.testing.assert_array_equal(obs, ref_obs)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(steps):
+        actions = rng.integers(0, 2, n)
+        ref_obs, ref_rew, ref_term, ref_trunc, ref_info = ref.step(actions)
+        obs, rew, term, trunc, info = env.step(actions)
+        # Dynamics agree to float32 rounding (np.cos vs libm cos); see test_parity.
+        np.testing.assert_allclose(obs, ref_obs, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(rew, ref_rew.astype(np.float32))
+        np.testing.assert_array_equal(term, ref_term)
+        np.testing.assert_array_equal(trunc, ref_trunc)
+        done = term | trunc
+        ends += done.sum()
+        if mode == "same_step" and done.any():
+            np.testing.assert_array_equal(info["_final_obs"], ref_info["_final_obs"])
+            for i in np.flatnonzero(done):
+                np.testing.assert_allclose(info["final_obs"][i], ref_info["final_obs"][i], rtol=1e-5, atol=1e-6)
+        if mode == "disabled" and done.any():
+            ref_obs, _ = ref.reset(options={"reset_mask": done})
+            obs, _ = env.reset(options={"reset_mask": done.copy()})
+            np.testing.assert_allclose(obs, ref_obs, rtol=1e-5, atol=1e-6)
+    assert ends > 10
+
+
+def test_disabled_mode_refuses_to_step_a_finished_env():
+    env = debug(2, autoreset_mode="disabled", episode_length=2)
+    env.reset()
+    env.step([1, 1])
+    _, _, term, _, _ = env.step([1, 1])
+    assert term.all()
+    with pytest.raises(RuntimeError, match="disabled"):
+        env.step([1, 1])
+    obs, info = env.reset(options={"env_id": [1]})
+    assert obs.tolist() == [[0, 0]] and info["env_id"].tolist() == [1]
+    with pytest.raises(RuntimeError, match="disabled"):
+        env.step([1, 1])
+    obs, _ = env.reset(options={"reset_mask": np.array([True, False])})
+    assert obs.tolist() == [[0, 0], [0, 0]]
+    obs, *_ = env.step([2, 3])
+    assert obs.tolist() == [[1, 2], [1, 3]]
+
+
+def test_same_step_final_obs_and_final_info():
+    env = debug(2, autoreset_mode="same_step", episode_length=3)
+    env.reset()
+    for _ in range(2):
+        env.step([1, 2])
+    obs, rew, term, trunc, info = env.step([1, 2])
+    assert term.all() and obs.tolist() == [[0, 0], [0, 0]]
+    assert info["final_obs"][0].tolist() == [3, 1] and info["final_obs"][1].tolist() == [3, 2]
+    np.testing.assert_array_equal(info["final_info"]["episode_return"], [3.0, 6.0])
+    assert info["_final_info"].all()
+
+
+def test_next_step_autoreset_and_episode_statistics():
+    env = debug(2, episode_length=3)
+    env.reset()
+    for t in range(1, 4):
+        obs, rew, term, trunc, info = env.step([1, 2])
+        assert term.all() == (t == 3)
+    assert "episode_return" not in fastvec.make("_Debug-v0", 1).reset()[1]
+    np.testing.assert_array_equal(info["episode_return"], [3.0, 6.0])
+    np.testing.assert_array_equal(info["episode_length"], [3, 3])
+    assert info["_episode_return"].all() and info["_episode_length"].all()
+    obs, rew, term, trunc, info = env.step([3, 3])  # the reset step
+    assert obs.tolist() == [[0, 0], [0, 0]] and rew.tolist() == [0, 0]
+    assert not term.any() and not trunc.any() and "episode_return" not in info
+    obs, *_ = env.step([3, 3])
+    assert obs.tolist() == [[1, 3], [1, 3]]
+
+
+def test_truncation_at_max_episode_steps():
+    env = debug(3, max_episode_steps=5)
+    env.reset()
+    for t in range(1, 6):
+        _, _, term, trunc, info = env.step([1, 1, 1])
+        assert not term.any()
+        assert trunc.all() == (t == 5)
+    np.testing.assert_array_equal(info["episode_length"], [5, 5, 5])
+    assert fastvec.make("CartPole-v1", 1).max_episode_steps == 500
+
+
+def test_cartpole_episode_return_is_the_sum_of_rewards():
+    env = fastvec.make("CartPole-v1", 16, seed=3)
+    env.reset()
+    rng = np.random.default_rng(1)
+    running = np.zeros(16)
+    checked = 0
+    fresh = np.zeros(16, dtype=bool)
+    for _ in range(400):
+        _, rew, term, trunc, info = env.step(rng.integers(0, 2, 16))
+        running[fresh] = 0  # the reset step of next_step autoreset
+        running += rew
+        done = term | trunc
+        if done.any():
+            np.testing.assert_allclose(info["episode_return"][done], running[done])
+            np.testing.assert_array_equal(info["episode_length"][done], running[done])
+            checked += done.sum()
+        fresh = done
+    assert checked > 20
+
+
+# -- ownership of returned arrays --------------------------------------------
+
+
+@pytest.mark.parametrize("batch_size", [8, 4])
+def test_returned_arrays_are_never_overwritten(batch_size):
+    env = fastvec.make("CartPole-v1", 8, batch_size=batch_size, seed=0, block_size=4)
+    if batch_size == 8:
+        env.reset()
+        results = [env.step(np.ones(8, dtype=np.int64)) for _ in range(30)]
+    else:
+        env.async_reset()
+        results = []
+        for _ in range(30):
+            r = env.recv()
+            results.append(r)
+            env.send(np.ones(4, dtype=np.int64), r[4]["env_id"])
+    snapshots = [[np.copy(x) for x in r[:4]] + [np.copy(r[4]["env_id"])] for r in results]
+    for _ in range(30):
+        if batch_size == 8:
+            env.step(np.zeros(8, dtype=np.int64))
+        else:
+            r = env.recv()
+            env.send(np.zeros(4, dtype=np.int64), r[4]["env_id"])
+    for r, snap in zip(results, snapshots, strict=True):
+        for got, want in zip([*r[:4], r[4]["env_id"]], snap, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_buffers_are_recycled_once_released():
+    env = fastvec.make("CartPole-v1", 4, seed=0)
+    env.reset()
+    addresses = set()
+    for _ in range(50):
+        obs = env.step(np.zeros(4, dtype=np.int64))[0]
+        addresses.add(obs.__array_interface__["data"][0])
+        del obs
+    assert len(addresses) < 10
+
+
+# -- failures -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch_size", [4, 2])
+def test_env_exception_names_the_env_and_pool_stays_usable(batch_size):
+    env = debug(4, batch_size=batch_size, block_size=1, throw_on_action=3)
+    env.reset()
+    actions = np.array([0, 0, 3, 0])[:batch_size] if batch_size == 4 else None
+    if batch_size == 4:
+        with pytest.raises(RuntimeError, match="env 2 raised: debug env asked to throw"):
+            env.step(actions)
+        with pytest.raises(RuntimeError, match="env 2 raised an exception earlier"):
+            env.step([0, 0, 0, 0])
+    else:
+        env.send([3, 0], [2, 0])
+        with pytest.raises(RuntimeError, match="env 2 raised"):
+            env.recv()
+    obs, _ = env.reset()
+    assert obs[:, 0].tolist() == [0, 0, 0, 0]
+    if batch_size == 4:
+        obs, *_ = env.step([1, 1, 1, 1])
+        assert obs[:, 0].tolist() == [1, 1, 1, 1]
+
+
+def test_close_is_idempotent_and_prompt_with_work_in_flight():
+    before = native_threads()
+    env = debug(4, batch_size=2, block_size=1, num_threads=2, sleep_us=200_000)
+    assert native_threads() == before + 2
+    env.async_reset()
+    env.recv()
+    env.recv()
+    env.send([1, 1], [0, 1])
+    env.send([1, 1], [2, 3])
+    t = time.perf_counter()
+    env.close()
+    assert time.perf_counter() - t < 1.0  # at most the step already running, not the queued ones
+    env.close()
+    assert env.closed
+    assert native_threads() == before
+    for call in (lambda: env.step([0, 0, 0, 0]), env.recv, env.reset, env.async_reset,
+                 lambda: env.send([0], [0])):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+def test_garbage_collection_and_context_manager_close_the_pool():
+    before = native_threads()
+    with fastvec.make("CartPole-v1", 64, num_threads=2, batch_size=32) as env:
+        env.reset()
+        assert native_threads() > before
+    assert env.closed and native_threads() == before
+    env = fastvec.make("CartPole-v1", 64, num_threads=2, batch_size=32)
+    env.async_reset()
+    del env
+    assert native_threads() == before
+
+
+def test_gil_is_released_while_the_pool_works():
+    env = debug(2, num_threads=1, sleep_us=50_000)
+    env.reset()
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        start = ticks
+        env.step([0, 0])  # 2 x 50 ms of env work on one thread
+        during = ticks - start
+    finally:
+        stop.set()
+        t.join()
+    assert during > 1000
+
+
+# -- bad input: a clear exception, and the pool still works -----------------
+
+
+@pytest.mark.parametrize(
+    ("actions", "error", "match"),
+    [
+        (np.zeros(3, dtype=np.int64), ValueError, r"shape \(4,\)"),
+        (np.zeros((4, 1), dtype=np.int64), ValueError, r"shape \(4,\)"),
+        (np.zeros(4, dtype=np.float32), TypeError, "integers"),
+        (np.array([0, 1, 2, 2]), ValueError, r"actions\[2\] = 2 is out of range for Discrete\(2\)"),
+        (np.array([0, -1, 0, 0]), ValueError, "out of range"),
+        ("left", TypeError, "integers"),
+        (0, ValueError, "shape"),
+    ],
+)
+def test_bad_discrete_actions(actions, error, match):
+    env = fastvec.make("CartPole-v1", 4, seed=0)
+    env.reset()
+    with pytest.raises(error, match=match):
+        env.step(actions)
+    assert env.step(np.zeros(4, dtype=np.int64))[0].shape == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("actions", "error", "match"),
+    [
+        (np.array([[0.0], [np.nan]]), ValueError, "finite"),
+        (np.array([[0.0], [np.inf]]), ValueError, "finite"),
+        (np.zeros((2, 2)), ValueError, r"shape \(2, 1\)"),
+        (np.zeros((3, 1)), ValueError, r"shape \(2, 1\)"),
+        (np.array([["a"], ["b"]]), TypeError, "real numbers"),
+    ],
+)
+def test_bad_continuous_actions(actions, error, match):
+    env = fastvec.make("Pendulum-v1", 2, seed=0)
+    env.reset()
+    with pytest.raises(error, match=match):
+        env.step(actions)
+    assert env.step(np.zeros((2, 1), dtype=np.float32))[0].shape == (2, 3)
+    assert env.step(np.zeros(2))[0].shape == (2, 3)  # (n,) is accepted for 1-D actions
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"num_envs": 0}, ValueError, "num_envs"),
+        ({"num_envs": -3}, ValueError, "num_envs"),
+        ({"num_envs": "8"}, TypeError, "num_envs"),
+        ({"num_envs": 2.5}, TypeError, "num_envs"),
+        ({"num_envs": True}, TypeError, "num_envs"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_size": 9}, ValueError, "batch_size"),
+        ({"num_threads": 0}, ValueError, "num_threads"),
+        ({"block_size": 3}, ValueError, "block_size"),
+        ({"batch_size": 4, "block_size": 8}, ValueError, "block_size"),
+        ({"autoreset_mode": "sometimes"}, ValueError, "autoreset_mode"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"seed": 1.5}, TypeError, "seed"),
+        ({"max_episode_steps": 0}, ValueError, "max_episode_steps"),
+        ({"gravity": 3.0}, TypeError, "unexpected keyword argument 'gravity'"),
+        ({"backend": "gpu"}, ValueError, "backend"),
+    ],
+)
+def test_bad_make_arguments(kwargs, error, match):
+    kwargs = {"num_envs": 8, **kwargs}
+    with pytest.raises(error, match=match):
+        fastvec.make("CartPole-v1", **kwargs)
+
+
+def test_unknown_env_id_suggests_a_close_one():
+    with pytest.raises(ValueError, match="did you mean 'CartPole-v1'"):
+        fastvec.make("Cartpole-v1")
+    with pytest.raises(TypeError, match="env_id"):
+        fastvec.registry.lookup(3)
+
+
+def test_bad_reset_arguments_leave_the_pool_usable():
+    env = fastvec.make("CartPole-v1", 4, seed=0, autoreset_mode="disabled")
+    env.reset()
+    for options, error in [
+        ({"reset_mask": [True, False, False, False]}, TypeError),
+        ({"reset_mask": np.ones(3, dtype=bool)}, ValueError),
+        ({"reset_mask": np.zeros(4, dtype=bool)}, ValueError),
+        ({"env_id": [7]}, ValueError),
+        ({"colour": 1}, ValueError),
+    ]:
+        with pytest.raises(error):
+            env.reset(options=options)
+    with pytest.raises(ValueError, match="one per env"):
+        env.reset(seed=[1, 2])
+    with pytest.raises(TypeError, match="seed"):
+        env.reset(seed="one")
+    assert env.step(np.zeros(4, dtype=np.int64))[0].shape == (4, 4)
+
+
+def test_seeding():
+    env = fastvec.make("CartPole-v1", 4)
+    a, _ = env.reset(seed=5)
+    b, _ = env.reset(seed=5)
+    c, _ = env.reset(seed=6)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert len({tuple(row) for row in a}) == 4  # envs differ from each other
+    d, _ = fastvec.make("CartPole-v1", 4, seed=5).reset()
+    np.testing.assert_array_equal(a, d)
+    e, _ = env.reset(seed=[5, None, 5, None])
+    np.testing.assert_array_equal(e[0], e[2])
