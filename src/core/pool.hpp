@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -122,6 +124,7 @@ class Pool final : public PoolBase {
     broken_.assign(n, 0);
     op_.assign(n, Op::kStep);
     state_.assign(n, State::kFresh);
+    seen_.assign(n, 0);
     actions_.assign(static_cast<size_t>(n) * action_size_, Action{});
     staged_.assign(num_blocks_, 0);
     scratch_.resize(num_blocks_);
@@ -295,7 +298,8 @@ class Pool final : public PoolBase {
   // Per-block results of phase one (stepping), owned by the running thread.
   struct Scratch {
     std::vector<float> reward;
-    std::vector<uint8_t> terminated, truncated, ended;
+    std::vector<uint8_t> terminated, truncated, ended, stepped;
+    uint8_t failed = 0;  // some env of the block threw this round
     std::vector<double> episode_return;
     std::vector<int32_t> episode_length;
     std::vector<Obs> final_obs;
@@ -304,6 +308,7 @@ class Pool final : public PoolBase {
       terminated.assign(n, 0);
       truncated.assign(n, 0);
       ended.assign(n, 0);
+      stepped.assign(n, 0);
       episode_return.assign(n, 0.0);
       episode_length.assign(n, 0);
       final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
@@ -436,40 +441,94 @@ class Pool final : public PoolBase {
     broken_[e] = 0;
   }
 
-  // Phase one for env e (index i in its block): reset or step it, counting
-  // steps, truncating and autoresetting as the pool's mode says.
-  void run_env(E& env, Scratch& s, int i, int e) {
-    s.reward[i] = 0.f;
-    s.terminated[i] = s.truncated[i] = s.ended[i] = 0;
-    switch (op_[e]) {
-      case Op::kObserve:
-        return;
-      case Op::kReset:
+  // Phase one, the common case: every env of the block takes an ordinary
+  // step. A tight loop over the block's structure-of-arrays state; an env
+  // that throws is recorded and the loop resumes after it.
+  void step_all(E& env, Scratch& s, int base) {
+    const int n = block_size_;
+    std::fill(s.stepped.begin(), s.stepped.end(), uint8_t{1});
+    int i = 0;
+    while (i < n) {
+      try {
+        for (; i < n; ++i) {
+          const StepResult r = env.step(i, &actions_[static_cast<size_t>(base + i) * action_size_]);
+          s.reward[i] = r.reward;
+          s.terminated[i] = r.terminated;
+        }
+      } catch (const std::exception& ex) {
+        record_error(base + i, ex.what(), i, s);
+        ++i;
+      } catch (...) {
+        record_error(base + i, "unknown exception", i, s);
+        ++i;
+      }
+    }
+  }
+
+  // Phase one, the general case: each env resets, reports its observation,
+  // or steps, as its op and the autoreset mode say.
+  void step_each(E& env, Scratch& s, int base) {
+    for (int i = 0; i < block_size_; ++i) {
+      const int e = base + i;
+      s.reward[i] = 0.f;
+      s.terminated[i] = 0;
+      s.stepped[i] = 0;
+      if (broken_[e]) s.failed = 1;  // an observed broken env reports zeros
+      try {
+        if (op_[e] == Op::kReset || (op_[e] == Op::kStep && needs_reset_[e] &&
+                                     cfg_.autoreset_mode == AutoresetMode::kNextStep)) {
+          reset_env(env, i, e);
+        } else if (op_[e] == Op::kStep) {
+          const StepResult r = env.step(i, &actions_[static_cast<size_t>(e) * action_size_]);
+          s.reward[i] = r.reward;
+          s.terminated[i] = r.terminated;
+          s.stepped[i] = 1;
+        }
+      } catch (const std::exception& ex) {
+        record_error(e, ex.what(), i, s);
+      } catch (...) {
+        record_error(e, "unknown exception", i, s);
+      }
+    }
+  }
+
+  // Phase two: the pool's bookkeeping for the envs that stepped: step
+  // counts, truncation, returns; episodes that ended are recorded and, in
+  // same-step mode, reset here.
+  void count_steps(E& env, Scratch& s, int base) {
+    const int n = block_size_;
+    const int32_t limit = cfg_.max_episode_steps > 0 ? cfg_.max_episode_steps : INT32_MAX;
+    uint8_t any_end = 0;
+    int32_t* elapsed = &elapsed_[base];
+    double* ret = &episode_return_[base];
+    for (int i = 0; i < n; ++i) {
+      const uint8_t stepped = s.stepped[i];
+      const int32_t el = elapsed[i] + stepped;
+      const double r = ret[i] + (stepped ? static_cast<double>(s.reward[i]) : 0.0);
+      elapsed[i] = el;
+      ret[i] = r;
+      const uint8_t truncated = stepped & (el >= limit);
+      const uint8_t ended = stepped & (s.terminated[i] | truncated);
+      s.truncated[i] = truncated;
+      s.ended[i] = ended;
+      s.episode_return[i] = ended ? r : 0.0;
+      s.episode_length[i] = ended ? el : 0;
+      any_end |= ended;
+    }
+    if (!any_end) return;
+    for (int i = 0; i < n; ++i) {
+      if (!s.ended[i]) continue;
+      const int e = base + i;
+      if (cfg_.autoreset_mode != AutoresetMode::kSameStep) {
+        needs_reset_[e] = 1;
+        continue;
+      }
+      try {
+        env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
         reset_env(env, i, e);
-        return;
-      case Op::kStep:
-        break;
-    }
-    if (needs_reset_[e] && cfg_.autoreset_mode == AutoresetMode::kNextStep) {
-      reset_env(env, i, e);
-      return;
-    }
-    const StepResult r = env.step(i, &actions_[static_cast<size_t>(e) * action_size_]);
-    elapsed_[e] += 1;
-    episode_return_[e] += r.reward;
-    const bool truncated = cfg_.max_episode_steps > 0 && elapsed_[e] >= cfg_.max_episode_steps;
-    s.reward[i] = r.reward;
-    s.terminated[i] = r.terminated;
-    s.truncated[i] = truncated;
-    if (!(r.terminated || truncated)) return;
-    s.ended[i] = 1;
-    s.episode_return[i] = episode_return_[e];
-    s.episode_length[i] = elapsed_[e];
-    if (cfg_.autoreset_mode == AutoresetMode::kSameStep) {
-      env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
-      reset_env(env, i, e);
-    } else {
-      needs_reset_[e] = 1;
+      } catch (const std::exception& ex) {
+        record_error(e, ex.what(), i, s);
+      }
     }
   }
 
@@ -477,58 +536,57 @@ class Pool final : public PoolBase {
   void run_block(int b) {
     E& env = *blocks_[b];
     Scratch& s = scratch_[b];
-    const int base = b * block_size_;
-    for (int i = 0; i < block_size_; ++i) {
-      const int e = base + i;
-      try {
-        run_env(env, s, i, e);
-      } catch (const std::exception& ex) {
-        record_error(e, ex.what(), i, s);
-      } catch (...) {
-        record_error(e, "unknown exception", i, s);
-      }
+    const int base = b * block_size_, n = block_size_;
+    s.failed = 0;
+    uint8_t special = 0;
+    for (int e = base; e < base + n; ++e) special |= static_cast<uint8_t>(op_[e] != Op::kStep) | needs_reset_[e];
+    if (special) {
+      step_each(env, s, base);
+    } else {
+      step_all(env, s, base);
     }
-    const int64_t pos = write_pos_.fetch_add(block_size_, std::memory_order_acq_rel);
+    count_steps(env, s, base);
+
+    const int64_t pos = write_pos_.fetch_add(n, std::memory_order_acq_rel);
     Slot& slot = slots_[(pos / cfg_.batch_size) % num_slots_];
     Batch& out = *slot.batch;
     const int row0 = sync_ ? base : static_cast<int>(pos % cfg_.batch_size);
+    Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
+    for (int i = 0; i < n; ++i) env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
+    std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
+    std::memcpy(out.terminated() + row0, s.terminated.data(), n);
+    std::memcpy(out.truncated() + row0, s.truncated.data(), n);
+    std::memcpy(out.done() + row0, s.ended.data(), n);
+    std::memcpy(out.episode_return() + row0, s.episode_return.data(), n * sizeof(double));
+    std::memcpy(out.episode_length() + row0, s.episode_length.data(), n * sizeof(int32_t));
+    int32_t* ids = out.env_id() + row0;
     int ended = 0;
-    for (int i = 0; i < block_size_; ++i) {
-      const int row = row0 + i, e = base + i;
-      Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
-      if (broken_[e]) {
-        std::fill(obs, obs + obs_size_, Obs{});
-      } else {
-        try {
-          env.write_obs(i, obs);
-        } catch (const std::exception& ex) {
-          record_error(e, ex.what(), i, s);
-          std::fill(obs, obs + obs_size_, Obs{});
-        }
-      }
-      out.reward()[row] = s.reward[i];
-      out.terminated()[row] = s.terminated[i];
-      out.truncated()[row] = s.truncated[i];
-      out.done()[row] = s.ended[i];
-      out.env_id()[row] = e;
-      out.episode_return()[row] = s.ended[i] ? s.episode_return[i] : 0.0;
-      out.episode_length()[row] = s.ended[i] ? s.episode_length[i] : 0;
-      if (s.ended[i]) {
-        ++ended;
-        if (out.layout().with_final_obs)
-          std::memcpy(out.final_obs(row), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
-      }
+    for (int i = 0; i < n; ++i) {
+      ids[i] = base + i;
+      ended += s.ended[i];
+    }
+    if (out.layout().with_final_obs && ended) {
+      for (int i = 0; i < n; ++i)
+        if (s.ended[i])
+          std::memcpy(out.final_obs(row0 + i), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+    }
+    if (s.failed) {  // an env that threw reports zeros, never a half-written state
+      for (int i = 0; i < n; ++i)
+        if (broken_[base + i]) std::fill(obs + static_cast<size_t>(i) * obs_size_, obs + static_cast<size_t>(i + 1) * obs_size_, Obs{});
     }
     if (ended) out.num_done.fetch_add(ended, std::memory_order_relaxed);
-    const int now = slot.done.fetch_add(block_size_, std::memory_order_acq_rel) + block_size_;
+    const int now = slot.done.fetch_add(n, std::memory_order_acq_rel) + n;
     if (now >= cfg_.batch_size) slot.done.notify_all();
   }
 
   void record_error(int e, const std::string& what, int i, Scratch& s) {
     broken_[e] = 1;
     needs_reset_[e] = 1;
+    s.failed = 1;
     s.reward[i] = 0.f;
-    s.terminated[i] = s.truncated[i] = s.ended[i] = 0;
+    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = 0;
+    s.episode_return[i] = 0.0;
+    s.episode_length[i] = 0;
     std::lock_guard<std::mutex> lock(error_mu_);
     errors_.emplace_back(e, "env " + std::to_string(e) + " raised: " + what);
     has_error_.store(true, std::memory_order_release);
@@ -552,7 +610,7 @@ class Pool final : public PoolBase {
     throw EnvError(msg);
   }
 
-  static constexpr int kRecvSpins = 20000;
+  static constexpr int kRecvSpins = 5000;
 
   PoolConfig cfg_;
   Spec spec_;
@@ -572,6 +630,7 @@ class Pool final : public PoolBase {
   // Caller-owned.
   std::vector<State> state_;
   std::vector<int> staged_;
+  std::vector<uint8_t> seen_;  // all zero between calls; check_ids' scratch
   std::vector<int> ready_;
   int in_flight_ = 0;
   int64_t recv_slot_ = 0;

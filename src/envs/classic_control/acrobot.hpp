@@ -9,6 +9,7 @@
 
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/fast_math.hpp"
 
 namespace fastvec::envs {
 
@@ -50,16 +51,16 @@ class Acrobot {
     ns[2] = std::min(std::max(ns[2], -kMaxVel1), kMaxVel1);
     ns[3] = std::min(std::max(ns[3], -kMaxVel2), kMaxVel2);
     y0 = ns;
-    const bool terminated = -std::cos(ns[0]) - std::cos(ns[1] + ns[0]) > 1.0;
+    const bool terminated = -envs::cos(ns[0]) - envs::cos(ns[1] + ns[0]) > 1.0;
     return {terminated ? 0.f : -1.f, terminated};
   }
 
   void write_obs(int i, float* out) const {
     const State& s = s_[i];
-    out[0] = static_cast<float>(std::cos(s[0]));
-    out[1] = static_cast<float>(std::sin(s[0]));
-    out[2] = static_cast<float>(std::cos(s[1]));
-    out[3] = static_cast<float>(std::sin(s[1]));
+    out[0] = static_cast<float>(envs::cos(s[0]));
+    out[1] = static_cast<float>(envs::sin(s[0]));
+    out[2] = static_cast<float>(envs::cos(s[1]));
+    out[3] = static_cast<float>(envs::sin(s[1]));
     out[4] = static_cast<float>(s[2]);
     out[5] = static_cast<float>(s[3]);
   }
@@ -82,13 +83,13 @@ class Acrobot {
   static State dsdt(const State& s, double a) {
     constexpr double m1 = 1.0, m2 = 1.0, l1 = 1.0, lc1 = 0.5, lc2 = 0.5, I1 = 1.0, I2 = 1.0, g = 9.8;
     const double theta1 = s[0], theta2 = s[1], dtheta1 = s[2], dtheta2 = s[3];
-    const double d1 = m1 * (lc1 * lc1) + m2 * ((l1 * l1) + (lc2 * lc2) + 2 * l1 * lc2 * std::cos(theta2)) + I1 + I2;
-    const double d2 = m2 * ((lc2 * lc2) + l1 * lc2 * std::cos(theta2)) + I2;
-    const double phi2 = m2 * lc2 * g * std::cos(theta1 + theta2 - M_PI / 2.0);
-    const double phi1 = -m2 * l1 * lc2 * (dtheta2 * dtheta2) * std::sin(theta2) -
-                        2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * std::sin(theta2) +
-                        (m1 * lc1 + m2 * l1) * g * std::cos(theta1 - M_PI / 2) + phi2;
-    const double ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * (dtheta1 * dtheta1) * std::sin(theta2) - phi2) /
+    const double d1 = m1 * (lc1 * lc1) + m2 * ((l1 * l1) + (lc2 * lc2) + 2 * l1 * lc2 * envs::cos(theta2)) + I1 + I2;
+    const double d2 = m2 * ((lc2 * lc2) + l1 * lc2 * envs::cos(theta2)) + I2;
+    const double phi2 = m2 * lc2 * g * envs::cos(theta1 + theta2 - M_PI / 2.0);
+    const double phi1 = -m2 * l1 * lc2 * (dtheta2 * dtheta2) * envs::sin(theta2) -
+                        2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * envs::sin(theta2) +
+                        (m1 * lc1 + m2 * l1) * g * envs::cos(theta1 - M_PI / 2) + phi2;
+    const double ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * (dtheta1 * dtheta1) * envs::sin(theta2) - phi2) /
                             (m2 * (lc2 * lc2) + I2 - (d2 * d2) / d1);
     const double ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
     return {dtheta1, dtheta2, ddtheta1, ddtheta2};

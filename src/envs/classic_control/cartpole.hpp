@@ -9,6 +9,7 @@
 
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/fast_math.hpp"
 
 namespace fastvec::envs {
 
@@ -40,8 +41,8 @@ class CartPole {
 
   core::StepResult step(int i, const Action* action) {
     const double force = *action == 1 ? kForceMag : -kForceMag;
-    const double costheta = std::cos(theta_[i]);
-    const double sintheta = std::sin(theta_[i]);
+    double sintheta, costheta;
+    envs::sincos(theta_[i], &sintheta, &costheta);
     const double temp = (force + kPolemassLength * (theta_dot_[i] * theta_dot_[i]) * sintheta) / kTotalMass;
     const double thetaacc = (kGravity * sintheta - costheta * temp) /
                             (kLength * (4.0 / 3.0 - kMassPole * (costheta * costheta) / kTotalMass));

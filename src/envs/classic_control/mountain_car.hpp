@@ -9,6 +9,7 @@
 
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/fast_math.hpp"
 
 namespace fastvec::envs {
 
@@ -35,7 +36,7 @@ class MountainCar {
   }
 
   core::StepResult step(int i, const Action* action) {
-    double velocity = vel_[i] + (*action - 1) * kForce + std::cos(3 * pos_[i]) * (-kGravity);
+    double velocity = vel_[i] + (*action - 1) * kForce + envs::cos(3 * pos_[i]) * (-kGravity);
     velocity = std::clamp(velocity, -kMaxSpeed, kMaxSpeed);
     double position = std::clamp(pos_[i] + velocity, kMinPosition, kMaxPosition);
     if (position == kMinPosition && velocity < 0) velocity = 0;
@@ -87,7 +88,7 @@ class MountainCarContinuous {
   core::StepResult step(int i, const Action* action) {
     // The force is clipped to [-1, 1]; the action cost uses the raw action.
     const double force = std::min(std::max(static_cast<double>(*action), -1.0), 1.0);
-    double velocity = vel_[i] + (force * kPower - 0.0025 * std::cos(3 * pos_[i]));
+    double velocity = vel_[i] + (force * kPower - 0.0025 * envs::cos(3 * pos_[i]));
     velocity = std::min(std::max(velocity, -kMaxSpeed), kMaxSpeed);
     double position = std::min(std::max(pos_[i] + velocity, kMinPosition), kMaxPosition);
     if (position == kMinPosition && velocity < 0) velocity = 0;

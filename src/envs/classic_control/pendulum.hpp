@@ -7,6 +7,7 @@
 
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/fast_math.hpp"
 
 namespace fastvec::envs {
 
@@ -38,7 +39,7 @@ class Pendulum {
     const double th = th_[i], thdot = thdot_[i];
     const double u = std::clamp(static_cast<double>(*action), -kMaxTorque, kMaxTorque);
     const double costs = angle_normalize(th) * angle_normalize(th) + 0.1 * thdot * thdot + 0.001 * (u * u);
-    double newthdot = thdot + (3 * g_ / (2 * kL) * std::sin(th) + 3.0 / (kM * kL * kL) * u) * kDt;
+    double newthdot = thdot + (3 * g_ / (2 * kL) * envs::sin(th) + 3.0 / (kM * kL * kL) * u) * kDt;
     newthdot = std::clamp(newthdot, -kMaxSpeed, kMaxSpeed);
     th_[i] = th + newthdot * kDt;
     thdot_[i] = newthdot;
@@ -46,8 +47,8 @@ class Pendulum {
   }
 
   void write_obs(int i, float* out) const {
-    out[0] = static_cast<float>(std::cos(th_[i]));
-    out[1] = static_cast<float>(std::sin(th_[i]));
+    out[0] = static_cast<float>(envs::cos(th_[i]));
+    out[1] = static_cast<float>(envs::sin(th_[i]));
     out[2] = static_cast<float>(thdot_[i]);
   }
 
