@@ -379,27 +379,47 @@ class _EpisodeCheck:
 EXACT_TRAJECTORY_CASES = [c for c in OPTION_CASES if c[0] != "Acrobot-v1"]
 
 
+# Whole-trajectory tolerance (float32 ulps, see _ulps) when the reference does float64 arithmetic:
+# both compute the same float64 expressions, except that fastvec's inlined sin/cos
+# (src/envs/fast_math.hpp) is within 1 ulp of libm's, not equal (~25% of cos values differ by 1
+# double ulp). Such 1e-16 relative differences show in float32 observations only when they straddle a
+# float32 rounding boundary (1 ulp), and these runs are short or stable enough not to amplify them:
+# measured <= 0.25 ulp (one Pendulum step in 2500) and otherwise bitwise equal.
+TRAJECTORY_ULPS = 2.0
+
+
 @pytest.mark.parametrize("case", EXACT_TRAJECTORY_CASES, ids=_case_id)
-def test_trajectory_bitwise_equal_to_gymnasium(case):
-    """CartPole and MountainCar are bitwise equal to the reference over thousands of steps and many
-    episodes, autoresets included (their arithmetic is float64 in both). So are Pendulum and
-    MountainCarContinuous once the reference's float32 intermediates are avoided (see
-    ``_run_side_by_side``)."""
+def test_trajectory_matches_gymnasium(case):
+    """fastvec next to gymnasium's SyncVectorEnv (TimeLimit, next-step autoreset) over 2500 steps and
+    many episodes, autoresets included: observations to within TRAJECTORY_ULPS (in practice bitwise),
+    flags and episode lengths exactly, rewards exactly except Pendulum's state-dependent cost. Pendulum
+    and MountainCarContinuous are fed float64 actions and state so that the reference avoids NumPy 2's
+    float32 intermediates (see ``_run_side_by_side``)."""
     env_id, kwargs = case
     n, steps = 8, 2500
+    floor = _ulp_floor(gym.make(env_id).observation_space)
     check = _EpisodeCheck(n)
+    inexact_steps = [0]
 
     def on_step(t, actions, result, ref_result):
-        np.testing.assert_array_equal(result[0], ref_result[0], err_msg=f"step {t}")
+        ulps = _ulps(result[0], ref_result[0], floor)
+        assert np.all(ulps <= TRAJECTORY_ULPS), (t, result[0], ref_result[0])
+        inexact_steps[0] += int(np.any(ulps > 0))
         if t < 0:
             return
-        np.testing.assert_array_equal(result[1], ref_result[1].astype(np.float32), err_msg=f"step {t}")
+        ref_reward = ref_result[1].astype(np.float32)
+        if env_id == "Pendulum-v1":
+            assert np.all(_ulps(result[1], ref_reward) <= TRAJECTORY_ULPS), (t, result[1], ref_reward)
+        else:
+            np.testing.assert_array_equal(result[1], ref_reward, err_msg=f"step {t}")
         np.testing.assert_array_equal(result[2], ref_result[2], err_msg=f"step {t}")
         np.testing.assert_array_equal(result[3], ref_result[3], err_msg=f"step {t}")
         check(result, ref_result[1])
 
     _run_side_by_side(env_id, kwargs, n, steps, float64_reference=True, on_step=on_step)
     assert check.episodes > 2 * n
+    assert inexact_steps[0] <= steps // 100  # rare rounding-boundary cases, not a drift
+    print(f"{_case_id(case)}: {check.episodes} episodes, {inexact_steps[0]} steps not bitwise equal")
 
 
 # Whole-trajectory tolerance against the unmodified reference (float32 actions, NumPy 2 promotion) for

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -97,7 +98,7 @@ class PyPool {
     std::shared_ptr<Batch> batch;
     {
       py::gil_scoped_release release;
-      pool_->send_step(a, all_ids_.data(), pool_->num_envs());
+      pool_->send_step_all(a);
       batch = pool_->recv();
     }
     return result(std::move(batch));
@@ -183,13 +184,20 @@ class PyPool {
         throw py::value_error("actions must have shape (" + std::to_string(rows) + ",), got " + shape_str(arr));
       auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
       const int64_t* p = ints.data();
+      int64_t lo = 0, hi = 0;
       for (int64_t k = 0; k < rows; ++k) {
-        if (p[k] < 0 || p[k] >= s.num_actions)
-          throw py::value_error("actions[" + std::to_string(k) + "] = " + std::to_string(p[k]) +
-                                " is out of range for Discrete(" + std::to_string(s.num_actions) + ")");
+        lo = std::min(lo, p[k]);
+        hi = std::max(hi, p[k]);
       }
-      int_actions_.assign(p, p + rows);
-      return int_actions_.data();
+      if (lo < 0 || hi >= s.num_actions) {
+        for (int64_t k = 0; k < rows; ++k) {
+          if (p[k] < 0 || p[k] >= s.num_actions)
+            throw py::value_error("actions[" + std::to_string(k) + "] = " + std::to_string(p[k]) +
+                                  " is out of range for Discrete(" + std::to_string(s.num_actions) + ")");
+        }
+      }
+      held_actions_ = ints;  // keeps converted actions alive until the pool has copied them
+      return p;
     }
     if (kind != 'f' && kind != 'i' && kind != 'u')
       throw py::type_error("actions for a Box space must be real numbers, got dtype " + std::string(py::str(arr.dtype())));
@@ -240,7 +248,7 @@ class PyPool {
   py::dtype obs_dtype_;
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
-  std::vector<int64_t> int_actions_;
+  py::object held_actions_;
   std::vector<float> float_actions_;
 };
 

@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "batch.hpp"
@@ -79,6 +80,8 @@ class PoolBase {
   // env, in the list's order: int64 for discrete envs, float32 elements for
   // continuous ones. Validates everything before touching any env.
   virtual void send_step(const void* actions, const int32_t* env_ids, int n) = 0;
+  // send_step for every env, in env order: the sync step's fast path.
+  virtual void send_step_all(const void* actions) = 0;
   // Queues a reset of each listed env; seeds[k], when given, reseeds env
   // env_ids[k] as gymnasium's env.reset(seed=...) would. With
   // observe_others, every other env reports its current observation (a
@@ -102,6 +105,11 @@ class Pool final : public PoolBase {
  public:
   using Obs = typename E::Obs;
   using Action = typename E::Action;
+  static constexpr bool kDiscrete = std::is_integral_v<Action>;  // one action element per env
+  // Cheap envs step a whole block in one call. step_block may also step envs
+  // about to be reset; their results are discarded.
+  static constexpr bool kHasStepBlock =
+      requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
 
   Pool(const PoolConfig& config, const Options& options)
       : cfg_(config), spec_(E::spec(options)) {
@@ -124,6 +132,8 @@ class Pool final : public PoolBase {
     broken_.assign(n, 0);
     op_.assign(n, Op::kStep);
     state_.assign(n, State::kFresh);
+    all_ids_.resize(n);
+    std::iota(all_ids_.begin(), all_ids_.end(), 0);
     seen_.assign(n, 0);
     actions_.assign(static_cast<size_t>(n) * action_size_, Action{});
     staged_.assign(num_blocks_, 0);
@@ -185,6 +195,31 @@ class Pool final : public PoolBase {
     dispatch();
   }
 
+  void send_step_all(const void* actions) override {
+    std::unique_lock<std::mutex> lock(api_mu_);
+    check_open();
+    const int n = cfg_.num_envs;
+    const uint8_t disabled = cfg_.autoreset_mode == AutoresetMode::kDisabled;
+    uint8_t bad = 0;
+    for (int e = 0; e < n; ++e)
+      bad |= static_cast<uint8_t>(state_[e] != State::kIdle) | broken_[e] | (disabled & needs_reset_[e]);
+    if (bad) {  // the general path finds the env and says what is wrong with it
+      lock.unlock();
+      send_step(actions, all_ids_.data(), n);
+      return;
+    }
+    if constexpr (kDiscrete) {
+      const int64_t* a = static_cast<const int64_t*>(actions);
+      for (int e = 0; e < n; ++e) actions_[e] = static_cast<Action>(a[e]);
+    } else {
+      std::memcpy(actions_.data(), actions, static_cast<size_t>(n) * action_size_ * sizeof(float));
+    }
+    std::fill(op_.begin(), op_.end(), Op::kStep);
+    std::fill(state_.begin(), state_.end(), State::kStaged);
+    std::fill(staged_.begin(), staged_.end(), block_size_);
+    dispatch();
+  }
+
   void send_reset(const int32_t* env_ids, int n, const std::optional<uint64_t>* seeds,
                   bool observe_others) override {
     std::lock_guard<std::mutex> lock(api_mu_);
@@ -234,8 +269,12 @@ class Pool final : public PoolBase {
     slot.done.store(0, std::memory_order_relaxed);
     ++recv_slot_;
     in_flight_ -= cfg_.batch_size;
-    const int32_t* ids = full->env_id();
-    for (int r = 0; r < cfg_.batch_size; ++r) state_[ids[r]] = State::kIdle;
+    if (sync_) {
+      std::fill(state_.begin(), state_.end(), State::kIdle);
+    } else {
+      const int32_t* ids = full->env_id();
+      for (int r = 0; r < cfg_.batch_size; ++r) state_[ids[r]] = State::kIdle;
+    }
     std::shared_ptr<Batch> out = recycler_->lend(std::move(full));
     rethrow_env_error(*out);
     return out;
@@ -296,19 +335,19 @@ class Pool final : public PoolBase {
   };
 
   // Per-block results of phase one (stepping), owned by the running thread.
+  // Flags are bool, not uint8_t: a store through a char type may alias
+  // anything, and would stop the compiler keeping the env's arrays in
+  // registers across the step loop.
   struct Scratch {
     std::vector<float> reward;
-    std::vector<uint8_t> terminated, truncated, ended, stepped;
-    uint8_t failed = 0;  // some env of the block threw this round
+    std::unique_ptr<bool[]> terminated, truncated, ended, stepped;
     std::vector<double> episode_return;
     std::vector<int32_t> episode_length;
     std::vector<Obs> final_obs;
+    bool failed = false;  // some env of the block threw this round
     void resize(int n, size_t final_obs_size) {
       reward.assign(n, 0.f);
-      terminated.assign(n, 0);
-      truncated.assign(n, 0);
-      ended.assign(n, 0);
-      stepped.assign(n, 0);
+      for (auto* flags : {&terminated, &truncated, &ended, &stepped}) flags->reset(new bool[n]());
       episode_return.assign(n, 0.0);
       episode_length.assign(n, 0);
       final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
@@ -375,16 +414,20 @@ class Pool final : public PoolBase {
     if (closed_.load(std::memory_order_acquire)) throw UsageError("the pool is closed");
   }
 
-  void check_ids(const int32_t* ids, int n) const {
-    std::vector<uint8_t> seen(cfg_.num_envs, 0);
+  void check_ids(const int32_t* ids, int n) {
     for (int k = 0; k < n; ++k) {
       const int e = ids[k];
       if (e < 0 || e >= cfg_.num_envs)
         throw std::invalid_argument("env_id " + std::to_string(e) + " is out of range [0, " +
-                                std::to_string(cfg_.num_envs) + ")");
-      if (seen[e]) throw std::invalid_argument("env_id " + std::to_string(e) + " is listed twice");
-      seen[e] = 1;
+                                    std::to_string(cfg_.num_envs) + ")");
     }
+    int dup = -1;
+    for (int k = 0; k < n; ++k) {
+      if (seen_[ids[k]] && dup < 0) dup = ids[k];
+      seen_[ids[k]] = 1;
+    }
+    for (int k = 0; k < n; ++k) seen_[ids[k]] = 0;
+    if (dup >= 0) throw std::invalid_argument("env_id " + std::to_string(dup) + " is listed twice");
   }
 
   // Called by the caller thread: marks env e staged; a block whose envs are
@@ -405,8 +448,10 @@ class Pool final : public PoolBase {
       ready_.push_back(b);
     }
     if (ready_.empty()) return;
-    // With no workers (sync, one thread) the caller runs everything in recv.
-    queue_.push(ready_.begin(), ready_.end());
+    // In sync mode the caller steps blocks itself while it waits in recv, so
+    // it wakes one worker fewer; with one block (or no workers) it wakes none.
+    const int wake = static_cast<int>(ready_.size()) - (sync_ ? 1 : 0);
+    queue_.push(ready_.begin(), ready_.end(), wake);
   }
 
   // Called by the recv thread: waits until `rows` rows of the slot are in,
@@ -446,14 +491,22 @@ class Pool final : public PoolBase {
   // that throws is recorded and the loop resumes after it.
   void step_all(E& env, Scratch& s, int base) {
     const int n = block_size_;
-    std::fill(s.stepped.begin(), s.stepped.end(), uint8_t{1});
+    std::fill(s.stepped.get(), s.stepped.get() + n, true);
+    const Action* actions = actions_.data() + static_cast<size_t>(base) * action_size_;
+    float* __restrict reward = s.reward.data();
+    bool* __restrict terminated = s.terminated.get();
+    if constexpr (kHasStepBlock) {
+      static_assert(noexcept(env.step_block(n, actions, reward, terminated)), "step_block must not throw");
+      env.step_block(n, actions, reward, terminated);
+      return;
+    }
     int i = 0;
     while (i < n) {
       try {
         for (; i < n; ++i) {
-          const StepResult r = env.step(i, &actions_[static_cast<size_t>(base + i) * action_size_]);
-          s.reward[i] = r.reward;
-          s.terminated[i] = r.terminated;
+          const StepResult r = env.step(i, kDiscrete ? actions + i : actions + i * action_size_);
+          reward[i] = r.reward;
+          terminated[i] = r.terminated;
         }
       } catch (const std::exception& ex) {
         record_error(base + i, ex.what(), i, s);
@@ -465,15 +518,32 @@ class Pool final : public PoolBase {
     }
   }
 
+  // After step_all on a block with resets: envs due a reset (explicit, or
+  // next-step autoreset) reset now, and their step is discarded.
+  void reset_finished(E& env, Scratch& s, int base) {
+    for (int i = 0; i < block_size_; ++i) {
+      const int e = base + i;
+      if (op_[e] != Op::kReset && !needs_reset_[e]) continue;
+      s.reward[i] = 0.f;
+      s.terminated[i] = false;
+      s.stepped[i] = false;
+      try {
+        reset_env(env, i, e);
+      } catch (const std::exception& ex) {
+        record_error(e, ex.what(), i, s);
+      }
+    }
+  }
+
   // Phase one, the general case: each env resets, reports its observation,
   // or steps, as its op and the autoreset mode say.
   void step_each(E& env, Scratch& s, int base) {
     for (int i = 0; i < block_size_; ++i) {
       const int e = base + i;
       s.reward[i] = 0.f;
-      s.terminated[i] = 0;
-      s.stepped[i] = 0;
-      if (broken_[e]) s.failed = 1;  // an observed broken env reports zeros
+      s.terminated[i] = false;
+      s.stepped[i] = false;
+      if (broken_[e]) s.failed = true;  // an observed broken env reports zeros
       try {
         if (op_[e] == Op::kReset || (op_[e] == Op::kStep && needs_reset_[e] &&
                                      cfg_.autoreset_mode == AutoresetMode::kNextStep)) {
@@ -482,7 +552,7 @@ class Pool final : public PoolBase {
           const StepResult r = env.step(i, &actions_[static_cast<size_t>(e) * action_size_]);
           s.reward[i] = r.reward;
           s.terminated[i] = r.terminated;
-          s.stepped[i] = 1;
+          s.stepped[i] = true;
         }
       } catch (const std::exception& ex) {
         record_error(e, ex.what(), i, s);
@@ -498,17 +568,17 @@ class Pool final : public PoolBase {
   void count_steps(E& env, Scratch& s, int base) {
     const int n = block_size_;
     const int32_t limit = cfg_.max_episode_steps > 0 ? cfg_.max_episode_steps : INT32_MAX;
-    uint8_t any_end = 0;
+    bool any_end = false;
     int32_t* elapsed = &elapsed_[base];
     double* ret = &episode_return_[base];
     for (int i = 0; i < n; ++i) {
-      const uint8_t stepped = s.stepped[i];
+      const bool stepped = s.stepped[i];
       const int32_t el = elapsed[i] + stepped;
       const double r = ret[i] + (stepped ? static_cast<double>(s.reward[i]) : 0.0);
       elapsed[i] = el;
       ret[i] = r;
-      const uint8_t truncated = stepped & (el >= limit);
-      const uint8_t ended = stepped & (s.terminated[i] | truncated);
+      const bool truncated = stepped & (el >= limit);
+      const bool ended = stepped & (s.terminated[i] | truncated);
       s.truncated[i] = truncated;
       s.ended[i] = ended;
       s.episode_return[i] = ended ? r : 0.0;
@@ -537,13 +607,23 @@ class Pool final : public PoolBase {
     E& env = *blocks_[b];
     Scratch& s = scratch_[b];
     const int base = b * block_size_, n = block_size_;
-    s.failed = 0;
-    uint8_t special = 0;
-    for (int e = base; e < base + n; ++e) special |= static_cast<uint8_t>(op_[e] != Op::kStep) | needs_reset_[e];
-    if (special) {
-      step_each(env, s, base);
-    } else {
+    s.failed = false;
+    // Envs that reset instead of stepping (explicitly, or by next-step
+    // autoreset) or only report their observation.
+    uint8_t special = 0, observe = 0;
+    for (int e = base; e < base + n; ++e) {
+      special |= static_cast<uint8_t>(op_[e] != Op::kStep) | needs_reset_[e];
+      observe |= static_cast<uint8_t>(op_[e] == Op::kObserve);
+    }
+    if (!special) {
       step_all(env, s, base);
+    } else if (kHasStepBlock && !observe) {
+      // A few envs of a cheap block reset: step the whole block in its
+      // tight loop, then reset those few, discarding their step.
+      step_all(env, s, base);
+      reset_finished(env, s, base);
+    } else {
+      step_each(env, s, base);
     }
     count_steps(env, s, base);
 
@@ -554,9 +634,9 @@ class Pool final : public PoolBase {
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
     for (int i = 0; i < n; ++i) env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
-    std::memcpy(out.terminated() + row0, s.terminated.data(), n);
-    std::memcpy(out.truncated() + row0, s.truncated.data(), n);
-    std::memcpy(out.done() + row0, s.ended.data(), n);
+    std::memcpy(out.terminated() + row0, s.terminated.get(), n);
+    std::memcpy(out.truncated() + row0, s.truncated.get(), n);
+    std::memcpy(out.done() + row0, s.ended.get(), n);
     std::memcpy(out.episode_return() + row0, s.episode_return.data(), n * sizeof(double));
     std::memcpy(out.episode_length() + row0, s.episode_length.data(), n * sizeof(int32_t));
     int32_t* ids = out.env_id() + row0;
@@ -582,9 +662,9 @@ class Pool final : public PoolBase {
   void record_error(int e, const std::string& what, int i, Scratch& s) {
     broken_[e] = 1;
     needs_reset_[e] = 1;
-    s.failed = 1;
+    s.failed = true;
     s.reward[i] = 0.f;
-    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = 0;
+    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = false;
     s.episode_return[i] = 0.0;
     s.episode_length[i] = 0;
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -631,6 +711,7 @@ class Pool final : public PoolBase {
   std::vector<State> state_;
   std::vector<int> staged_;
   std::vector<uint8_t> seen_;  // all zero between calls; check_ids' scratch
+  std::vector<int32_t> all_ids_;  // 0 .. num_envs - 1
   std::vector<int> ready_;
   int in_flight_ = 0;
   int64_t recv_slot_ = 0;

@@ -4,6 +4,7 @@
 // waits in recv (it steals work rather than sleep). Thread-safe; owns nothing
 // but block indices.
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -21,17 +22,18 @@ inline void cpu_relax() {
 
 class TaskQueue {
  public:
-  // Called by the caller thread. Wakes at most as many sleeping workers as
-  // there are new tasks.
+  // Called by the caller thread. Wakes at most `wake` sleeping workers
+  // (a caller that will run one task itself asks for one fewer).
   template <class It>
-  void push(It first, It last) {
+  void push(It first, It last, int wake) {
     int n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (It it = first; it != last; ++it, ++n) tasks_.push_back(*it);
       size_.store(static_cast<int>(tasks_.size()), std::memory_order_release);
     }
-    for (int i = 0; i < n && i < sleepers_.load(std::memory_order_acquire); ++i) cv_.notify_one();
+    const int sleeping = sleepers_.load(std::memory_order_acquire);
+    for (int i = 0; i < std::min({n, wake, sleeping}); ++i) cv_.notify_one();
   }
 
   // Called by any thread; never blocks. Returns -1 when empty or closed.

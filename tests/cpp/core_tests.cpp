@@ -26,7 +26,7 @@ static int failures = 0;
 static void test_sincos_matches_libm() {
   std::mt19937_64 gen(1);
   double worst = 0;
-  for (double scale : {1.0, 10.0, 1e3, 1e5}) {
+  for (double scale : {1.0, 10.0, 1e3, 1e6}) {
     std::uniform_real_distribution<double> dist(-scale, scale);
     for (int k = 0; k < 200000; ++k) {
       const double x = dist(gen);
@@ -38,8 +38,8 @@ static void test_sincos_matches_libm() {
   std::printf("sincos: worst abs error vs libm %.3g\n", worst);
   CHECK(worst <= 2 * 2.220446049250313e-16);  // two ulps of 1
   double s, c;
-  envs::sincos(3e7, &s, &c);  // beyond the reduction's range: libm
-  CHECK(s == std::sin(3e7) && c == std::cos(3e7));
+  envs::sincos(3e9, &s, &c);  // beyond: error grows as |x| * 1e-16
+  CHECK(std::fabs(s - std::sin(3e9)) < 1e-6 && std::fabs(c - std::cos(3e9)) < 1e-6);
   envs::sincos(NAN, &s, &c);
   CHECK(std::isnan(s) && std::isnan(c));
 }

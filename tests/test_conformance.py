@@ -1,0 +1,257 @@
+"""Gymnasium conformance of every env fastvec lists (new envs are covered by adding them to the registry).
+
+Gymnasium (1.4) has no checker for vector envs (``gymnasium.utils.env_checker.check_env`` takes a
+single ``Env``); what it offers and is used here: ``data_equivalence``, ``batch_space`` /
+``iterate``, ``make_vec`` and the vector wrappers, which check their inputs themselves.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space, iterate
+from gymnasium.wrappers.vector import DictInfoToList, RecordEpisodeStatistics
+
+import fastvec
+
+ENV_IDS = fastvec.list_envs()
+BOX_ACTION_ENV_IDS = [e for e in ENV_IDS if isinstance(fastvec.make(e, 1).single_action_space, gym.spaces.Box)]
+
+
+def _reference_spaces(env_id: str) -> tuple[gym.Space, gym.Space]:
+    ref = gym.make(env_id).unwrapped
+    return ref.observation_space, ref.action_space
+
+
+def _assert_same_space(got: gym.Space, expected: gym.Space) -> None:
+    assert type(got) is type(expected)
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype
+    if isinstance(expected, gym.spaces.Box):
+        # exact bounds, infinities included (Box.__eq__ only compares with np.allclose)
+        np.testing.assert_array_equal(got.low, expected.low)
+        np.testing.assert_array_equal(got.high, expected.high)
+        assert got.low.dtype == expected.low.dtype and got.high.dtype == expected.high.dtype
+        np.testing.assert_array_equal(got.bounded_below, expected.bounded_below)
+        np.testing.assert_array_equal(got.bounded_above, expected.bounded_above)
+    elif isinstance(expected, gym.spaces.Discrete):
+        assert (got.n, got.start) == (expected.n, expected.start)
+    elif isinstance(expected, gym.spaces.MultiDiscrete):
+        np.testing.assert_array_equal(got.nvec, expected.nvec)
+        np.testing.assert_array_equal(got.start, expected.start)
+    assert got == expected
+
+
+def test_list_envs():
+    assert ENV_IDS == sorted(ENV_IDS)
+    assert len(ENV_IDS) == len(set(ENV_IDS))
+    assert all(gym.spec(f"fastvec/{env_id}") is not None for env_id in ENV_IDS)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_single_spaces_match_reference(env_id):
+    env = fastvec.make(env_id, 2, seed=0)
+    obs_space, action_space = _reference_spaces(env_id)
+    _assert_same_space(env.single_observation_space, obs_space)
+    _assert_same_space(env.single_action_space, action_space)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize(("num_envs", "batch_size"), [(1, None), (6, None), (6, 3)])
+def test_batched_spaces(env_id, num_envs, batch_size):
+    env = fastvec.make(env_id, num_envs, batch_size=batch_size, seed=0)
+    k = batch_size or num_envs
+    assert (env.num_envs, env.batch_size) == (num_envs, k)
+    # batched spaces are the gymnasium batch of fastvec's single spaces (recv returns batch_size rows)
+    _assert_same_space(env.observation_space, batch_space(env.single_observation_space, k))
+    _assert_same_space(env.action_space, batch_space(env.single_action_space, k))
+    assert env.observation_space.shape == (k, *env.single_observation_space.shape)
+    if isinstance(env.single_action_space, gym.spaces.Discrete):
+        assert isinstance(env.action_space, gym.spaces.MultiDiscrete)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_max_episode_steps_matches_gymnasium(env_id):
+    env = fastvec.make(env_id, 2, seed=0)
+    assert env.max_episode_steps == gym.spec(env_id).max_episode_steps
+    assert fastvec.make(env_id, 2, seed=0, max_episode_steps=7).max_episode_steps == 7
+
+
+def _check_step_outputs(env, result, k: int) -> None:
+    obs, reward, terminated, truncated, info = result
+    assert isinstance(obs, np.ndarray) and obs.dtype == env.single_observation_space.dtype
+    assert obs.shape == env.observation_space.shape
+    assert env.observation_space.contains(obs), obs[~np.array([env.single_observation_space.contains(o)
+                                                                for o in obs])]
+    for row in iterate(env.observation_space, obs):
+        assert env.single_observation_space.contains(row)
+    assert reward.dtype == np.float32 and reward.shape == (k,)
+    assert np.all(np.isfinite(reward))
+    assert terminated.dtype == np.bool_ and terminated.shape == (k,)
+    assert truncated.dtype == np.bool_ and truncated.shape == (k,)
+    assert isinstance(info, dict)
+    assert info["env_id"].shape == (k,) and np.issubdtype(info["env_id"].dtype, np.integer)
+    ended = terminated | truncated
+    if ended.any():
+        np.testing.assert_array_equal(info["_episode_return"], ended)
+        np.testing.assert_array_equal(info["_episode_length"], ended)
+        assert info["episode_return"].shape == info["episode_length"].shape == (k,)
+        assert np.all(info["episode_length"][ended] >= 1)
+        assert np.all(info["episode_length"][ended] <= env.max_episode_steps)
+    else:
+        assert not {"episode_return", "_episode_return", "episode_length", "_episode_length"} & info.keys()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_outputs_in_spaces_sync(env_id):
+    n, steps = 8, 1200
+    env = fastvec.make(env_id, n, seed=1)
+    env.action_space.seed(2)
+    obs, info = env.reset()
+    assert env.observation_space.contains(obs)
+    np.testing.assert_array_equal(info["env_id"], np.arange(n))
+    ends = 0
+    for _ in range(steps):
+        actions = env.action_space.sample()
+        assert env.action_space.contains(actions)
+        result = env.step(actions)
+        _check_step_outputs(env, result, n)
+        np.testing.assert_array_equal(result[4]["env_id"], np.arange(n))
+        ends += int((result[2] | result[3]).sum())
+    assert ends > 0
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", BOX_ACTION_ENV_IDS)
+def test_outputs_in_spaces_with_out_of_range_continuous_actions(env_id):
+    n = 4
+    env = fastvec.make(env_id, n, seed=3)
+    env.reset()
+    rng = np.random.default_rng(0)
+    scale = 3 * np.max(np.abs(env.single_action_space.high))
+    for _ in range(600):
+        actions = rng.uniform(-scale, scale, env.action_space.shape).astype(np.float32)
+        _check_step_outputs(env, env.step(actions), n)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_outputs_in_spaces_async(env_id):
+    n, k = 8, 4
+    env = fastvec.make(env_id, n, batch_size=k, seed=4)
+    env.action_space.seed(5)
+    env.async_reset()
+    seen = np.zeros(n, int)
+    for _ in range(800):
+        result = env.recv()
+        _check_step_outputs(env, result, k)
+        ids = result[4]["env_id"]
+        assert len(set(ids.tolist())) == k and ids.min() >= 0 and ids.max() < n
+        seen[ids] += 1
+        env.send(env.action_space.sample(), ids)
+    assert np.all(seen > 0)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("next_step", AutoresetMode.NEXT_STEP), ("same_step", AutoresetMode.SAME_STEP),
+     ("disabled", AutoresetMode.DISABLED)],
+)
+def test_autoreset_mode_metadata(env_id, mode, expected):
+    env = fastvec.make(env_id, 2, seed=0, autoreset_mode=mode)
+    assert env.metadata["autoreset_mode"] is expected
+    assert env.autoreset_mode is expected
+    from_enum = fastvec.make(env_id, 2, seed=0, autoreset_mode=expected)
+    assert from_enum.metadata["autoreset_mode"] is expected
+    assert fastvec.make(env_id, 2, seed=0).metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_next_step_autoreset_semantics(env_id):
+    """Gymnasium's NEXT_STEP: the step after an episode end ignores the action and returns the reset
+    observation with reward 0 and no flags; its episode restarts there."""
+    n = 4
+    env = fastvec.make(env_id, n, seed=6, max_episode_steps=5)
+    env.reset()
+    actions = np.stack([env.single_action_space.sample() for _ in range(n)])
+    for step in range(1, 13):
+        obs, reward, terminated, truncated, info = env.step(actions)
+        phase = step % 6  # 5 steps, then the autoreset step
+        if phase == 0:
+            assert not terminated.any() and not truncated.any() and np.all(reward == 0)
+        elif phase == 5:
+            assert np.all(terminated | truncated)
+            np.testing.assert_array_equal(info["episode_length"], np.full(n, 5))
+        else:
+            assert not truncated.any()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_make_vec_vector_entry_point(env_id):
+    env = gym.make_vec(f"fastvec/{env_id}", num_envs=3, vectorization_mode="vector_entry_point")
+    assert isinstance(env, fastvec.VectorEnv)
+    assert env.num_envs == 3
+    assert env.spec is not None and env.spec.id == f"fastvec/{env_id}"
+    assert env.spec.max_episode_steps == gym.spec(env_id).max_episode_steps
+    assert env.max_episode_steps == gym.spec(env_id).max_episode_steps
+    assert env.spec.reward_threshold == gym.spec(env_id).reward_threshold
+    assert env.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+    _assert_same_space(env.single_observation_space, _reference_spaces(env_id)[0])
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert data_equivalence(fastvec.make(env_id, 3).reset(seed=0), env.reset(seed=0), exact=True)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_make_vec_passes_options(env_id):
+    env = gym.make_vec(f"fastvec/{env_id}", num_envs=2, vectorization_mode="vector_entry_point",
+                       max_episode_steps=3, seed=8)
+    assert env.max_episode_steps == 3
+    env.reset()
+    actions = np.stack([env.single_action_space.sample() for _ in range(2)])
+    flags = [env.step(actions)[3] for _ in range(3)]
+    assert np.all(flags[2]) and not np.any(flags[0]) and not np.any(flags[1])
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_reset_seed_determinism_data_equivalence(env_id):
+    """gymnasium's reset-seed contract, vectorized: same seed, same data; unseeded resets differ."""
+    env = fastvec.make(env_id, 4)
+    first = env.reset(seed=123)
+    assert data_equivalence(first, env.reset(seed=123), exact=True)
+    assert data_equivalence(env.reset(seed=[1, 2, 3, 4]), env.reset(seed=[1, 2, 3, 4]), exact=True)
+    assert not data_equivalence(first, env.reset(), exact=True)
+    # fresh arrays every call: results are not views of a buffer that later calls overwrite
+    obs, _ = env.reset(seed=123)
+    kept = obs.copy()
+    env.step(np.stack([env.single_action_space.sample() for _ in range(4)]))
+    np.testing.assert_array_equal(obs, kept)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_vector_wrappers(env_id):
+    """RecordEpisodeStatistics (needs NEXT_STEP autoreset) agrees with fastvec's own episode stats;
+    DictInfoToList accepts fastvec's info dict."""
+    n = 4
+    env = RecordEpisodeStatistics(fastvec.make(env_id, n, seed=9, max_episode_steps=50))
+    env.reset()
+    rng = np.random.default_rng(1)
+    env.unwrapped.action_space.seed(int(rng.integers(2**31)))
+    episodes = 0
+    for _ in range(300):
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        ended = terminated | truncated
+        if ended.any():
+            np.testing.assert_array_equal(info["_episode"], ended)
+            np.testing.assert_array_equal(info["episode"]["l"][ended], info["episode_length"][ended])
+            np.testing.assert_allclose(info["episode"]["r"][ended], info["episode_return"][ended], rtol=1e-5)
+            episodes += int(ended.sum())
+    assert episodes >= n * 5
+    listed = DictInfoToList(fastvec.make(env_id, n, seed=9))
+    _, infos = listed.reset()
+    assert isinstance(infos, list) and [i["env_id"] for i in infos] == list(range(n))
