@@ -191,6 +191,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self._pool.drain()
         self._pool.send_reset(None, seeds, False)
         batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
+        if self.num_envs % self.batch_size:
+            batches.append(self._pool.recv_rest())
         if len(batches) == 1:
             obs, _, _, _, env_id, _ = batches[0]
             return obs, {"env_id": env_id}
@@ -208,6 +210,11 @@ class VectorEnv(gym.vector.VectorEnv):
         """
         if env_id is None:
             return self._result(self._pool.step(actions))
+        if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
+            raise ValueError(
+                f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
+                "env ids; make the pool with batch_size < num_envs to step some envs at a time"
+            )
         self._pool.send(actions, env_id)
         return self._result(self._pool.recv())
 
@@ -250,8 +257,9 @@ class VectorEnv(gym.vector.VectorEnv):
         if seed is None:
             return []
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seed = _check_seed("seed", seed)
             self._pool.drain()
-            self._pool.reseed(_check_seed("seed", seed))
+            self._pool.reseed(seed)
             return []
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
             raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")

@@ -471,3 +471,70 @@ def test_seeding():
     np.testing.assert_array_equal(a, d)
     e, _ = env.reset(seed=[5, None, 5, None])
     np.testing.assert_array_equal(e[0], e[2])
+
+
+# -- regressions from review ---------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_reset_waits_for_a_partial_batch_in_flight():
+    env = debug(4, batch_size=2, num_threads=2, block_size=1, sleep_us=20_000)
+    env.async_reset()
+    ids = env.recv()[4]["env_id"]
+    env.send([1], ids[:1])  # one env in flight, fewer than batch_size
+    time.sleep(0.002)
+    obs, info = env.reset()
+    np.testing.assert_array_equal(info["env_id"], np.arange(4))
+    assert obs[:, 0].tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.timeout(30)
+def test_async_reset_returns_every_env_when_batch_size_does_not_divide_num_envs():
+    env = debug(5, batch_size=2, block_size=1)
+    for _ in range(3):
+        obs, info = env.reset()
+        np.testing.assert_array_equal(info["env_id"], np.arange(5))
+        env.send([1, 1], [0, 1])
+        env.send([1], [4])
+    env.async_reset()
+    seen = np.concatenate([env.recv()[4]["env_id"] for _ in range(2)])
+    assert len(set(seen.tolist())) == 4
+
+
+def test_sync_step_with_a_subset_of_env_ids_is_refused_and_pool_stays_usable():
+    env = debug(4, block_size=2)
+    env.reset()
+    with pytest.raises(ValueError, match="every env"):
+        env.step([1, 1], env_id=[2, 3])
+    obs, *_ = env.step([1, 1, 1, 1])
+    assert obs[:, 0].tolist() == [1, 1, 1, 1]
+    env.send([2, 2], [2, 3])  # a half-sent sync step: reset() waits for it and starts over
+    obs, _ = env.reset()
+    assert obs[:, 0].tolist() == [0, 0, 0, 0]
+    obs, *_ = env.step([3, 3, 3, 3], env_id=[3, 2, 1, 0])
+    assert obs[:, 1].tolist() == [3, 3, 3, 3]
+
+
+def test_threads_stepping_one_pool_never_see_each_others_actions():
+    env = debug(8, num_threads=2)
+    env.reset()
+    wrong = []
+
+    def run(action):
+        actions = np.full(8, action, dtype=np.int32)
+        deadline = time.perf_counter() + 0.5
+        while time.perf_counter() < deadline:
+            try:
+                obs, *_ = env.step(actions)
+            except RuntimeError as e:  # the other thread's step is in flight: a clear refusal
+                assert "not awaiting an action" in str(e)
+                continue
+            if not (obs[:, 1] == action).all():
+                wrong.append(action)
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []

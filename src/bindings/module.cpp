@@ -94,22 +94,22 @@ class PyPool {
     if (pool_->batch_size() != pool_->num_envs())
       throw py::value_error("step(actions) without env_id steps every env and needs batch_size == num_envs; "
                             "in async mode use send(actions, env_id) and recv()");
-    const void* a = convert_actions(actions, pool_->num_envs());
+    const Actions a = convert_actions(actions, pool_->num_envs());
     std::shared_ptr<Batch> batch;
     {
       py::gil_scoped_release release;
-      pool_->send_step_all(a);
+      pool_->send_step_all(a.data);
       batch = pool_->recv();
     }
-    return result(std::move(batch));
+    return result(std::move(batch), pool_->batch_size());
   }
 
   void send(const py::handle& actions, const py::handle& env_id) {
     check_open();
     std::vector<int32_t> ids = convert_ids(env_id);
-    const void* a = convert_actions(actions, static_cast<int64_t>(ids.size()));
+    const Actions a = convert_actions(actions, static_cast<int64_t>(ids.size()));
     py::gil_scoped_release release;
-    pool_->send_step(a, ids.data(), static_cast<int>(ids.size()));
+    pool_->send_step(a.data, ids.data(), static_cast<int>(ids.size()));
   }
 
   py::tuple recv() {
@@ -119,7 +119,19 @@ class PyPool {
       py::gil_scoped_release release;
       batch = pool_->recv();
     }
-    return result(std::move(batch));
+    return result(std::move(batch), pool_->batch_size());
+  }
+
+  // The last, partial batch of an async pool: the envs still in flight.
+  py::tuple recv_rest() {
+    check_open();
+    std::shared_ptr<Batch> batch;
+    int rows = 0;
+    {
+      py::gil_scoped_release release;
+      batch = pool_->recv_rest(&rows);
+    }
+    return result(std::move(batch), rows);
   }
 
   void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others) {
@@ -131,7 +143,10 @@ class PyPool {
     pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(), observe_others);
   }
 
-  void reseed(uint64_t seed) { pool_->reseed_all(seed); }
+  void reseed(uint64_t seed) {
+    py::gil_scoped_release release;
+    pool_->reseed_all(seed);
+  }
 
   void drain() {
     py::gil_scoped_release release;
@@ -169,9 +184,17 @@ class PyPool {
     return out;
   }
 
+  // Converted actions, owned by the call that converted them (never by the
+  // PyPool: two Python threads may step the same pool).
+  struct Actions {
+    py::object keep;            // an int64 array the pool reads from
+    std::vector<float> floats;  // or float32 elements
+    const void* data = nullptr;
+  };
+
   // Checks actions for `rows` envs against the action space and converts
   // them to what the pool reads (int64 or float32), without touching the pool.
-  const void* convert_actions(const py::handle& actions, int64_t rows) {
+  Actions convert_actions(const py::handle& actions, int64_t rows) const {
     py::array arr = py::array::ensure(actions);
     if (!arr) throw py::type_error("actions must be array-like");
     const core::Spec& s = pool_->spec();
@@ -196,8 +219,10 @@ class PyPool {
                                   " is out of range for Discrete(" + std::to_string(s.num_actions) + ")");
         }
       }
-      held_actions_ = ints;  // keeps converted actions alive until the pool has copied them
-      return p;
+      Actions out;
+      out.data = p;
+      out.keep = std::move(ints);
+      return out;
     }
     if (kind != 'f' && kind != 'i' && kind != 'u')
       throw py::type_error("actions for a Box space must be real numbers, got dtype " + std::string(py::str(arr.dtype())));
@@ -216,28 +241,31 @@ class PyPool {
         throw py::value_error("actions must be finite, got " + std::to_string(p[k]) + " for env row " +
                               std::to_string(k / action_elems_));
     }
-    float_actions_.assign(p, p + n);
-    return float_actions_.data();
+    Actions out;
+    out.floats.assign(p, p + n);
+    out.data = out.floats.data();
+    return out;
   }
 
   // (obs, reward, terminated, truncated, env_id, extras): numpy arrays
   // viewing the batch, which stays alive (and unrecycled) while any of them
   // does. extras is None unless an episode ended: then (done, episode_return,
   // episode_length, final_obs or None).
-  py::tuple result(std::shared_ptr<Batch> batch) const {
+  py::tuple result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
     Batch* b = batch.get();
     py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
                       [](void* p) { delete static_cast<std::shared_ptr<Batch>*>(p); });
-    const py::ssize_t rows = pool_->batch_size();
     auto vec = [&](auto* ptr) {
       using T = std::remove_pointer_t<decltype(ptr)>;
       return py::array_t<T>({rows}, {static_cast<py::ssize_t>(sizeof(T))}, ptr, owner);
     };
-    py::array obs(obs_dtype_, obs_shape_, {}, b->obs(0), owner);
+    std::vector<py::ssize_t> obs_shape = obs_shape_;
+    obs_shape[0] = rows;
+    py::array obs(obs_dtype_, obs_shape, {}, b->obs(0), owner);
     py::object extras = py::none();
     if (b->num_done.load(std::memory_order_relaxed) > 0) {
       py::object final_obs = py::none();
-      if (b->layout().with_final_obs) final_obs = py::array(obs_dtype_, obs_shape_, {}, b->final_obs(0), owner);
+      if (b->layout().with_final_obs) final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
       extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs);
     }
     return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras);
@@ -248,8 +276,6 @@ class PyPool {
   py::dtype obs_dtype_;
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
-  py::object held_actions_;
-  std::vector<float> float_actions_;
 };
 
 }  // namespace
@@ -291,6 +317,7 @@ PYBIND11_MODULE(_core, m) {
       .def("step", &PyPool::step, py::arg("actions"))
       .def("send", &PyPool::send, py::arg("actions"), py::arg("env_id"))
       .def("recv", &PyPool::recv)
+      .def("recv_rest", &PyPool::recv_rest)
       .def("send_reset", &PyPool::send_reset, py::arg("env_id"), py::arg("seeds"), py::arg("observe_others"))
       .def("reseed", &PyPool::reseed, py::arg("seed"))
       .def("drain", &PyPool::drain)

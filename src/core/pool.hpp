@@ -33,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "batch.hpp"
@@ -92,6 +93,9 @@ class PoolBase {
   virtual void reseed_all(uint64_t seed) = 0;
   // Waits for the next batch_size results.
   virtual std::shared_ptr<Batch> recv() = 0;
+  // Waits for the envs still in flight in an async pool, fewer than
+  // batch_size, and returns their rows (the first *rows of the Batch).
+  virtual std::shared_ptr<Batch> recv_rest(int* rows) = 0;
   // Waits for everything in flight and discards it; unstages staged envs.
   virtual void drain() = 0;
   // Envs whose episode ended and that have not been reset since.
@@ -200,9 +204,12 @@ class Pool final : public PoolBase {
     check_open();
     const int n = cfg_.num_envs;
     const uint8_t disabled = cfg_.autoreset_mode == AutoresetMode::kDisabled;
+    // States first: per-env flags may only be read for idle envs (a worker
+    // owns an env in flight).
     uint8_t bad = 0;
-    for (int e = 0; e < n; ++e)
-      bad |= static_cast<uint8_t>(state_[e] != State::kIdle) | broken_[e] | (disabled & needs_reset_[e]);
+    for (int e = 0; e < n; ++e) bad |= static_cast<uint8_t>(state_[e] != State::kIdle);
+    if (!bad)
+      for (int e = 0; e < n; ++e) bad |= broken_[e] | (disabled & needs_reset_[e]);
     if (bad) {  // the general path finds the env and says what is wrong with it
       lock.unlock();
       send_step(actions, all_ids_.data(), n);
@@ -229,7 +236,8 @@ class Pool final : public PoolBase {
     for (int k = 0; k < n; ++k) listed[env_ids[k]] = 1;
     for (int e = 0; e < cfg_.num_envs; ++e) {
       if ((listed[e] || observe_others) && state_[e] != State::kIdle && state_[e] != State::kFresh)
-        throw UsageError("env " + std::to_string(e) + " is in flight; receive its result before resetting it");
+        throw UsageError("env " + std::to_string(e) +
+                         " is in flight or has an action staged; receive its result before resetting it");
       if (observe_others && !listed[e] && state_[e] == State::kFresh)
         throw UsageError("env " + std::to_string(e) + " has never been reset; a partial reset needs every other env reset once");
     }
@@ -264,8 +272,8 @@ class Pool final : public PoolBase {
     Slot& slot = slots_[recv_slot_ % num_slots_];
     wait_for(slot, cfg_.batch_size);
     check_open();
-    std::unique_ptr<Batch> full = std::move(slot.batch);
-    slot.batch = recycler_->take();
+    std::unique_ptr<Batch> fresh = recycler_->take();  // may throw: before any state changes
+    std::unique_ptr<Batch> full = std::exchange(slot.batch, std::move(fresh));
     slot.done.store(0, std::memory_order_relaxed);
     ++recv_slot_;
     in_flight_ -= cfg_.batch_size;
@@ -276,7 +284,31 @@ class Pool final : public PoolBase {
       for (int r = 0; r < cfg_.batch_size; ++r) state_[ids[r]] = State::kIdle;
     }
     std::shared_ptr<Batch> out = recycler_->lend(std::move(full));
-    rethrow_env_error(*out);
+    rethrow_env_error(*out, cfg_.batch_size);
+    return out;
+  }
+
+  std::shared_ptr<Batch> recv_rest(int* rows) override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    if (sync_ || in_flight_ == 0 || in_flight_ >= cfg_.batch_size)
+      throw UsageError("recv_rest() takes the last, partial batch of an async pool (" + std::to_string(in_flight_) +
+                       " env(s) in flight, batch_size " + std::to_string(cfg_.batch_size) + ")");
+    *rows = in_flight_;
+    Slot& slot = slots_[recv_slot_ % num_slots_];
+    wait_for(slot, *rows);
+    check_open();
+    std::unique_ptr<Batch> fresh = recycler_->take();
+    std::unique_ptr<Batch> full = std::exchange(slot.batch, std::move(fresh));
+    slot.done.store(0, std::memory_order_relaxed);
+    ++recv_slot_;
+    in_flight_ = 0;
+    const int32_t* ids = full->env_id();
+    for (int r = 0; r < *rows; ++r) state_[ids[r]] = State::kIdle;
+    // Nothing is in flight: realign the write cursor to the next slot.
+    write_pos_.store(recv_slot_ * cfg_.batch_size, std::memory_order_release);
+    std::shared_ptr<Batch> out = recycler_->lend(std::move(full));
+    rethrow_env_error(*out, *rows);
     return out;
   }
 
@@ -292,13 +324,15 @@ class Pool final : public PoolBase {
       const int rows = std::min(in_flight_, cfg_.batch_size);
       wait_for(slot, rows);
       check_open();
-      const int32_t* ids = slot.batch->env_id();
-      for (int r = 0; r < rows; ++r) state_[ids[r]] = State::kIdle;
       slot.batch->num_done.store(0, std::memory_order_relaxed);
       slot.done.store(0, std::memory_order_relaxed);
       ++recv_slot_;
       in_flight_ -= rows;
     }
+    // Every env has finished (rows in sync mode sit at env positions, so
+    // the states, not the batch, say which envs those were).
+    for (State& st : state_)
+      if (st == State::kInFlight) st = State::kIdle;
     // Nothing is in flight: realign the write cursor to the next slot.
     write_pos_.store(recv_slot_ * cfg_.batch_size, std::memory_order_release);
     std::lock_guard<std::mutex> elock(error_mu_);
@@ -531,6 +565,8 @@ class Pool final : public PoolBase {
         reset_env(env, i, e);
       } catch (const std::exception& ex) {
         record_error(e, ex.what(), i, s);
+      } catch (...) {
+        record_error(e, "unknown exception", i, s);
       }
     }
   }
@@ -598,6 +634,8 @@ class Pool final : public PoolBase {
         reset_env(env, i, e);
       } catch (const std::exception& ex) {
         record_error(e, ex.what(), i, s);
+      } catch (...) {
+        record_error(e, "unknown exception", i, s);
       }
     }
   }
@@ -632,7 +670,13 @@ class Pool final : public PoolBase {
     Batch& out = *slot.batch;
     const int row0 = sync_ ? base : static_cast<int>(pos % cfg_.batch_size);
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
-    for (int i = 0; i < n; ++i) env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
+    for (int i = 0; i < n; ++i) {
+      try {
+        env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
+      } catch (...) {
+        record_error(base + i, "exception while writing the observation", i, s);
+      }
+    }
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);
     std::memcpy(out.truncated() + row0, s.truncated.get(), n);
@@ -655,8 +699,10 @@ class Pool final : public PoolBase {
         if (broken_[base + i]) std::fill(obs + static_cast<size_t>(i) * obs_size_, obs + static_cast<size_t>(i + 1) * obs_size_, Obs{});
     }
     if (ended) out.num_done.fetch_add(ended, std::memory_order_relaxed);
-    const int now = slot.done.fetch_add(n, std::memory_order_acq_rel) + n;
-    if (now >= cfg_.batch_size) slot.done.notify_all();
+    // Always notify: drain() and recv_rest() wait for fewer than batch_size
+    // rows. libstdc++ makes no syscall when nobody waits.
+    slot.done.fetch_add(n, std::memory_order_acq_rel);
+    slot.done.notify_all();
   }
 
   void record_error(int e, const std::string& what, int i, Scratch& s) {
@@ -673,10 +719,10 @@ class Pool final : public PoolBase {
   }
 
   // Called by the recv thread: raises the first error of an env in `batch`.
-  void rethrow_env_error(Batch& batch) {
+  void rethrow_env_error(Batch& batch, int rows) {
     if (!has_error_.load(std::memory_order_acquire)) return;
     std::vector<uint8_t> in_batch(cfg_.num_envs, 0);
-    for (int r = 0; r < cfg_.batch_size; ++r) in_batch[batch.env_id()[r]] = 1;
+    for (int r = 0; r < rows; ++r) in_batch[batch.env_id()[r]] = 1;
     std::string msg;
     {
       std::lock_guard<std::mutex> lock(error_mu_);
