@@ -42,8 +42,8 @@ ENV_ID = "CartPole-v1"
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
 NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
 CHUNK_SECONDS = 0.01  # the timer is read once per chunk of calls, not per call
-BUSY_LOAD = 0.5  # 1-minute load average before the run above this: machine busy
-BUSY_OTHER_SHARE = 0.15  # CPU share used by other processes during the run above this: machine busy
+BUSY_OTHER_SHARE = 0.15  # share of the CPUs that other processes used, above which a measurement is "busy"
+IDLE_PROBE_SECONDS = 1.0  # how long to watch the machine before starting
 
 
 # -- runners -------------------------------------------------------------------
@@ -236,20 +236,24 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _busy_jiffies() -> tuple[float, float] | None:
-    """(busy, total) CPU time of the whole machine in seconds, from /proc/stat."""
+# Busy detection counts user-space CPU time only: kernel housekeeping grows with the number of worker
+# processes a contender keeps alive (a few % of the CPUs at 512 idle workers) and is not someone else's job.
+# Per-process times are tick-sampled: with hundreds of briefly running workers and measurements well
+# under a second, the workers' time is undercounted and a process-per-env row may be marked busy wrongly.
+
+
+def _machine_user_cpu() -> float | None:
+    """User-space CPU seconds of the whole machine so far, from /proc/stat (user + nice)."""
     try:
         with open("/proc/stat") as f:
-            fields = [float(x) for x in f.readline().split()[1:]]
+            fields = f.readline().split()
     except OSError:
         return None
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / hz, sum(fields[:8]) / hz
+    return (int(fields[1]) + int(fields[2])) / os.sysconf("SC_CLK_TCK")
 
 
-def _live_children_cpu() -> float:
-    """CPU seconds used so far by this process's live children (the workers of open envs)."""
+def _live_children_user_cpu() -> float:
+    """User-space CPU seconds used so far by this process's live children (the workers of open envs)."""
     me, hz, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0.0
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -259,52 +263,60 @@ def _live_children_cpu() -> float:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:  # gone meanwhile
             continue
-        if int(fields[1]) == me:  # fields[1] is the ppid; utime and stime follow at 11 and 12
-            total += (int(fields[11]) + int(fields[12])) / hz
+        if int(fields[1]) == me:  # fields[1] is the ppid, fields[11] the utime
+            total += int(fields[11]) / hz
     return total
 
 
-def _own_cpu() -> float:
-    """CPU seconds used by this process, its reaped children and its live ones."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + _live_children_cpu()
+def _own_user_cpu() -> float:
+    """User-space CPU seconds used by this process, its reaped children and its live ones."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    return own + reaped + _live_children_user_cpu()
 
 
 class CpuShare:
-    """Share of the machine's CPU time used by processes other than this one and its children."""
+    """Share of the machine's CPUs that other processes used in user space since construction."""
 
     def __init__(self) -> None:
-        self._machine = _busy_jiffies()
-        self._own = _own_cpu()
+        self._machine = _machine_user_cpu()
+        self._own = _own_user_cpu()
         self._wall = time.perf_counter()
 
     def other(self) -> float | None:
-        machine = _busy_jiffies()
-        if machine is None or self._machine is None or not os.path.isdir("/proc"):
+        machine = _machine_user_cpu()
+        if machine is None or self._machine is None:
             return None
         wall = time.perf_counter() - self._wall
-        other = (machine[0] - self._machine[0]) - (_own_cpu() - self._own)
+        other = (machine - self._machine) - (_own_user_cpu() - self._own)
         return max(0.0, other) / (wall * (os.cpu_count() or 1))
 
 
 class LoadMonitor:
-    """Load averages before and after, and the CPU share taken by other processes in between."""
+    """Load averages before and after; other processes' CPU share just before and during the run.
+
+    The load average lags by a minute and counts this run's own worker processes, so it is recorded
+    but the CPU shares decide whether the machine was busy.
+    """
 
     def __init__(self) -> None:
         self.load_before = os.getloadavg()
+        probe = CpuShare()
+        time.sleep(IDLE_PROBE_SECONDS)
+        self.share_before = probe.other()
         self._share = CpuShare()
 
     def finish(self) -> dict[str, Any]:
         load_after = os.getloadavg()
         other_share = self._share.other()
         reasons = []
-        if self.load_before[0] > BUSY_LOAD:
-            reasons.append(f"1-min load average was {self.load_before[0]:.2f} before the run")
+        if self.share_before is not None and self.share_before > BUSY_OTHER_SHARE:
+            reasons.append(f"other processes used {self.share_before:.0%} of the CPUs just before the run")
         if other_share is not None and other_share > BUSY_OTHER_SHARE:
             reasons.append(f"other processes used {other_share:.0%} of the CPUs during the run")
         return {"load_before": self.load_before, "load_after": load_after,
-                "other_cpu_share": other_share, "busy": bool(reasons), "busy_reasons": reasons}
+                "other_cpu_share_before": self.share_before, "other_cpu_share": other_share,
+                "busy": bool(reasons), "busy_reasons": reasons}
 
 
 def source_state() -> str:
@@ -527,8 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"command: {command}")
     print(f"machine: {machine['cpu']}, {machine['cores']} cores; load average before: "
           + " ".join(f"{x:.2f}" for x in monitor.load_before))
-    if monitor.load_before[0] > BUSY_LOAD:
-        print(f"WARNING: the machine is already busy (1-min load {monitor.load_before[0]:.2f})", file=sys.stderr)
+    if monitor.share_before is not None and monitor.share_before > BUSY_OTHER_SHARE:
+        print(f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
+              file=sys.stderr)
 
     sizes = sorted(set(args.num_envs))
     grid: dict[int, dict[str, Cell]] = {}
@@ -583,9 +596,10 @@ def main(argv: list[str] | None = None) -> int:
           + f"; checkout: {machine['fastvec_source']}")
     print("load average before: " + " ".join(f"{x:.2f}" for x in load["load_before"])
           + "; after: " + " ".join(f"{x:.2f}" for x in load["load_after"])
-          + (f"; other processes' CPU share during the run: {load['other_cpu_share']:.0%}"
-             if load["other_cpu_share"] is not None else "")
           + " (the load after counts this run's own worker processes too)")
+    if load["other_cpu_share"] is not None:
+        print(f"other processes' user CPU share: {load['other_cpu_share_before']:.0%} in the "
+              f"{IDLE_PROBE_SECONDS:g} s before the run, {load['other_cpu_share']:.0%} during it")
     disturbed = sorted({f"{k}@{n}" for n, cells in grid.items() for k, c in cells.items() if c.disturbed})
     if disturbed:
         load["busy"] = True

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/simd.hpp"
 #include "env_registry.hpp"
 
 namespace py = pybind11;
@@ -21,6 +22,17 @@ using fastvec::core::PoolBase;
 
 namespace fastvec::bindings {
 namespace {
+
+// Whether every action is in [0, n): one vectorized pass (the common case);
+// the caller looks for the culprit only when it fails.
+FASTVEC_SIMD_CLONES bool all_in_range(const int64_t* __restrict p, int64_t rows, int64_t n) {
+  int64_t lo = 0, hi = 0;
+  for (int64_t k = 0; k < rows; ++k) {
+    lo = std::min(lo, p[k]);
+    hi = std::max(hi, p[k]);
+  }
+  return lo >= 0 && hi < n;
+}
 
 AutoresetMode parse_mode(const std::string& mode) {
   if (mode == "next_step") return AutoresetMode::kNextStep;
@@ -207,12 +219,7 @@ class PyPool {
         throw py::value_error("actions must have shape (" + std::to_string(rows) + ",), got " + shape_str(arr));
       auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
       const int64_t* p = ints.data();
-      int64_t lo = 0, hi = 0;
-      for (int64_t k = 0; k < rows; ++k) {
-        lo = std::min(lo, p[k]);
-        hi = std::max(hi, p[k]);
-      }
-      if (lo < 0 || hi >= s.num_actions) {
+      if (!all_in_range(p, rows, s.num_actions)) {
         for (int64_t k = 0; k < rows; ++k) {
           if (p[k] < 0 || p[k] >= s.num_actions)
             throw py::value_error("actions[" + std::to_string(k) + "] = " + std::to_string(p[k]) +

@@ -38,12 +38,39 @@
 
 #include "batch.hpp"
 #include "rng.hpp"
+#include "simd.hpp"
 #include "spec.hpp"
 #include "task_queue.hpp"
 
 namespace fastvec::core {
 
 enum class AutoresetMode { kNextStep, kSameStep, kDisabled };
+
+// The pool's per-step bookkeeping for a block, as one vectorizable loop:
+// step counts, returns, truncation at `limit`, and the statistics of the
+// episodes that ended. Returns whether any ended.
+FASTVEC_SIMD_CLONES inline bool count_block(int n, int32_t limit, const bool* __restrict stepped,
+                                            const float* __restrict reward, const bool* __restrict terminated,
+                                            int32_t* __restrict elapsed, double* __restrict ret,
+                                            bool* __restrict truncated, bool* __restrict ended,
+                                            double* __restrict ended_return, int32_t* __restrict ended_length) {
+  bool any_end = false;
+  for (int i = 0; i < n; ++i) {
+    const int32_t step = stepped[i] ? 1 : 0;
+    const int32_t el = elapsed[i] + step;
+    const double r = ret[i] + (stepped[i] ? static_cast<double>(reward[i]) : 0.0);
+    elapsed[i] = el;
+    ret[i] = r;
+    const bool trunc = stepped[i] & (el >= limit);
+    const bool end = stepped[i] & (terminated[i] | trunc);
+    truncated[i] = trunc;
+    ended[i] = end;
+    ended_return[i] = end ? r : 0.0;
+    ended_length[i] = end ? el : 0;
+    any_end |= end;
+  }
+  return any_end;
+}
 
 struct PoolConfig {
   int num_envs = 1;
@@ -116,7 +143,7 @@ class Pool final : public PoolBase {
       requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
 
   Pool(const PoolConfig& config, const Options& options)
-      : cfg_(config), spec_(E::spec(options)) {
+      : cfg_(config), spec_(E::spec(options)), queue_(config.batch_size == 0 || config.batch_size == config.num_envs) {
     validate_config();
     obs_size_ = 1;
     for (int64_t d : spec_.obs_shape) obs_size_ *= static_cast<size_t>(d);
@@ -604,23 +631,10 @@ class Pool final : public PoolBase {
   void count_steps(E& env, Scratch& s, int base) {
     const int n = block_size_;
     const int32_t limit = cfg_.max_episode_steps > 0 ? cfg_.max_episode_steps : INT32_MAX;
-    bool any_end = false;
-    int32_t* elapsed = &elapsed_[base];
-    double* ret = &episode_return_[base];
-    for (int i = 0; i < n; ++i) {
-      const bool stepped = s.stepped[i];
-      const int32_t el = elapsed[i] + stepped;
-      const double r = ret[i] + (stepped ? static_cast<double>(s.reward[i]) : 0.0);
-      elapsed[i] = el;
-      ret[i] = r;
-      const bool truncated = stepped & (el >= limit);
-      const bool ended = stepped & (s.terminated[i] | truncated);
-      s.truncated[i] = truncated;
-      s.ended[i] = ended;
-      s.episode_return[i] = ended ? r : 0.0;
-      s.episode_length[i] = ended ? el : 0;
-      any_end |= ended;
-    }
+    const bool any_end =
+        count_block(n, limit, s.stepped.get(), s.reward.data(), s.terminated.get(), &elapsed_[base],
+                    &episode_return_[base], s.truncated.get(), s.ended.get(), s.episode_return.data(),
+                    s.episode_length.data());
     if (!any_end) return;
     for (int i = 0; i < n; ++i) {
       if (!s.ended[i]) continue;
@@ -670,11 +684,16 @@ class Pool final : public PoolBase {
     Batch& out = *slot.batch;
     const int row0 = sync_ ? base : static_cast<int>(pos % cfg_.batch_size);
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
-    for (int i = 0; i < n; ++i) {
-      try {
-        env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
-      } catch (...) {
-        record_error(base + i, "exception while writing the observation", i, s);
+    if constexpr (requires { env.write_obs_block(n, obs); }) {
+      static_assert(noexcept(env.write_obs_block(n, obs)), "write_obs_block must not throw");
+      env.write_obs_block(n, obs);
+    } else {
+      for (int i = 0; i < n; ++i) {
+        try {
+          env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
+        } catch (...) {
+          record_error(base + i, "exception while writing the observation", i, s);
+        }
       }
     }
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));

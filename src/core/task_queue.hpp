@@ -22,6 +22,12 @@ inline void cpu_relax() {
 
 class TaskQueue {
  public:
+  // With workers_from_back, workers take the newest task and the caller
+  // (try_pop) the oldest. In sync mode blocks are queued in order every
+  // step, so each block tends to run on the same thread step after step and
+  // its env state stays in that core's cache.
+  explicit TaskQueue(bool workers_from_back = false) : workers_from_back_(workers_from_back) {}
+
   // Called by the caller thread. Wakes at most `wake` sleeping workers
   // (a caller that will run one task itself asks for one fewer).
   template <class It>
@@ -40,7 +46,7 @@ class TaskQueue {
   int try_pop() {
     if (size_.load(std::memory_order_acquire) == 0) return -1;
     std::lock_guard<std::mutex> lock(mu_);
-    return pop_locked();
+    return pop_locked(false);
   }
 
   // Called by worker threads. Spins briefly (a step loop refills the queue
@@ -49,7 +55,8 @@ class TaskQueue {
     for (int spin = 0; spin < kSpins; ++spin) {
       if (closed_.load(std::memory_order_acquire)) return -1;
       if (size_.load(std::memory_order_acquire) > 0) {
-        int t = try_pop();
+        std::lock_guard<std::mutex> lock(mu_);
+        const int t = pop_locked(workers_from_back_);
         if (t >= 0) return t;
       }
       cpu_relax();
@@ -58,7 +65,7 @@ class TaskQueue {
     sleepers_.fetch_add(1, std::memory_order_acq_rel);
     cv_.wait(lock, [&] { return closed_.load(std::memory_order_acquire) || !tasks_.empty(); });
     sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-    return pop_locked();
+    return pop_locked(workers_from_back_);
   }
 
   // Drops queued tasks and wakes every worker; pop() returns -1 from now on.
@@ -75,10 +82,16 @@ class TaskQueue {
  private:
   static constexpr int kSpins = 4000;
 
-  int pop_locked() {
+  int pop_locked(bool from_back) {
     if (closed_.load(std::memory_order_relaxed) || tasks_.empty()) return -1;
-    int t = tasks_.front();
-    tasks_.pop_front();
+    int t;
+    if (from_back) {
+      t = tasks_.back();
+      tasks_.pop_back();
+    } else {
+      t = tasks_.front();
+      tasks_.pop_front();
+    }
     size_.store(static_cast<int>(tasks_.size()), std::memory_order_release);
     return t;
   }
@@ -89,6 +102,7 @@ class TaskQueue {
   std::atomic<int> size_{0};         // mirror of tasks_.size() for lock-free peeks
   std::atomic<int> sleepers_{0};     // workers blocked in cv_.wait
   std::atomic<bool> closed_{false};
+  const bool workers_from_back_;
 };
 
 }  // namespace fastvec::core

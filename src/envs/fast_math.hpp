@@ -10,14 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-// Compiles a block loop for AVX-512 and AVX2 besides the baseline and picks
-// one at load time (GCC function multi-versioning): the vectorized CartPole
-// loop runs ~3x faster with AVX-512, and the wheel stays portable.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define FASTVEC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FASTVEC_SIMD_CLONES
-#endif
+#include "core/simd.hpp"
 
 namespace fastvec::envs {
 

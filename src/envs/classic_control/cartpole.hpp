@@ -50,6 +50,11 @@ class CartPole {
               sutton_barto_reward_);
   }
 
+  // Observations of the whole block, rows of 4.
+  void write_obs_block(int n, float* out) const noexcept {
+    obs_loop(n, x_.data(), x_dot_.data(), theta_.data(), theta_dot_.data(), out);
+  }
+
   void write_obs(int i, float* out) const {
     out[0] = static_cast<float>(x_[i]);
     out[1] = static_cast<float>(x_dot_[i]);
@@ -58,6 +63,17 @@ class CartPole {
   }
 
  private:
+  FASTVEC_SIMD_CLONES static void obs_loop(int n, const double* __restrict x, const double* __restrict x_dot,
+                                           const double* __restrict theta, const double* __restrict theta_dot,
+                                           float* __restrict out) noexcept {
+    for (int i = 0; i < n; ++i) {
+      out[4 * i + 0] = static_cast<float>(x[i]);
+      out[4 * i + 1] = static_cast<float>(x_dot[i]);
+      out[4 * i + 2] = static_cast<float>(theta[i]);
+      out[4 * i + 3] = static_cast<float>(theta_dot[i]);
+    }
+  }
+
   // __restrict on parameters (GCC ignores it on locals) lets the loop vectorize.
   FASTVEC_SIMD_CLONES static void step_loop(int n, double* __restrict x, double* __restrict x_dot, double* __restrict theta,
                         double* __restrict theta_dot, const Action* __restrict actions, float* __restrict reward,
