@@ -1,0 +1,80 @@
+"""The fastvec command end to end, in a tiny configuration: structure, never speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def fastvec_cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    # Run from a scratch directory, so that the installed fastvec is imported, not the source tree.
+    return subprocess.run([sys.executable, "-m", "fastvec", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.timeout(300)
+def test_bench_writes_table_json_and_plot(tmp_path):
+    out = tmp_path / "results"
+    run = fastvec_cli("bench", "--quick", "--envs", "CartPole-v1", "Pong-v5", "--num-envs", "2", "4",
+                      "--seconds", "0.05", "--contenders", "fastvec", "fastvec-async", "gym-numpy", "gym-sync",
+                      "--memory", "--out", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    table = run.stdout
+    assert "## CartPole-v1" in table and "## Pong-v5" in table
+    assert "| x SB3 SubprocVecEnv |" not in table  # SB3 was not selected: no ratio column to show
+    assert "| contender | num_envs=2 | num_envs=4 | peak memory @16 envs |" in table
+    for label in ("fastvec sync (default threads)", "fastvec async (default threads)",
+                  "gymnasium vector_entry_point (numpy)", "gymnasium SyncVectorEnv"):
+        assert f"| {label} |" in table
+    doc = json.loads((out / "results.json").read_text())
+    cart = doc["envs"]["CartPole-v1"]["results"]
+    assert set(cart) == {"2", "4"}
+    for n in ("2", "4"):
+        for key in ("fastvec", "fastvec-async", "gym-numpy", "gym-sync"):
+            cell = cart[n][key]
+            assert cell["status"] == "ok" and len(cell["steps_per_s"]) == 1 and cell["median_steps_per_s"] > 0
+    memory = doc["envs"]["CartPole-v1"]["peak_memory_mib"]
+    assert memory["fastvec"]["status"] == "ok" and memory["fastvec"]["mib"] > 1
+    pong = doc["envs"]["Pong-v5"]["results"]["2"]
+    assert all(cell["status"] != "ok" for cell in pong.values())  # no Atari contender is wired in yet
+    assert "No contender ran Pong-v5" in table
+    assert doc["machine"]["cores"] >= 1 and "load_before" in doc["load"]
+    png = out / "CartPole-v1.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "results.md").read_text() == table
+
+
+def test_bench_json_on_stdout(tmp_path):
+    run = fastvec_cli("bench", "--quick", "--num-envs", "2", "--seconds", "0.05", "--contenders", "fastvec",
+                      "--out", str(tmp_path), "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["envs"]["CartPole-v1"]["results"]["2"]["fastvec"]["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench", "--contenders", "fastvec", "subprocvecenv"], "unknown contender(s) subprocvecenv"),
+        (["bench", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["bench", "--seconds", "0"], "--seconds must be > 0"),
+        (["bench", "--num-envs", "x"], "invalid int value"),
+        (["benchmark"], "unknown command 'benchmark'"),
+    ],
+)
+def test_bad_arguments_give_clear_errors(tmp_path, args, message):
+    run = fastvec_cli(*args, cwd=tmp_path)
+    assert run.returncode == 2
+    assert message in run.stderr
+
+
+def test_list_prints_the_native_envs(tmp_path):
+    run = fastvec_cli("list", cwd=tmp_path)
+    assert run.returncode == 0
+    for env_id in ("CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "Pendulum-v1"):
+        assert f"  {env_id}\n" in run.stdout
+    assert "_Debug-v0" not in run.stdout
+    assert "Python-env pool" in run.stdout
