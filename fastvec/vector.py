@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -14,6 +14,9 @@ from gymnasium.vector.utils import batch_space
 
 from fastvec import _core
 from fastvec.registry import EnvEntry, lookup
+
+if TYPE_CHECKING:
+    from fastvec.pyenv import PyVectorEnv
 
 _MODES = {
     "next_step": AutoresetMode.NEXT_STEP,
@@ -48,8 +51,8 @@ def _check_seed(name: str, seed: Any) -> int:
 
 
 def make(
-    env_id: str,
-    num_envs: int = 1,
+    env_id: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
+    num_envs: int | None = None,
     *,
     batch_size: int | None = None,
     num_threads: int | None = None,
@@ -59,8 +62,11 @@ def make(
     block_size: int | None = None,
     backend: str = "auto",
     **env_kwargs: Any,
-) -> VectorEnv:
-    """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool.
+) -> VectorEnv | PyVectorEnv:
+    """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool (or, for a callable,
+    a list of callables, a gymnasium id with no native port, or ``backend="python"``, in the
+    Python-env pool of worker processes: :func:`fastvec.pyenv.make`, which also takes
+    ``num_workers`` and ``start_method``).
 
     >>> env = fastvec.make("CartPole-v1", num_envs=4, seed=0)
     >>> obs, info = env.reset()
@@ -72,14 +78,17 @@ def make(
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
-    if not isinstance(env_id, str):
-        raise NotImplementedError(
-            "callables and lists of env constructors run in the Python-env pool, which is not built yet"
-        )
-    if backend == "python":
-        raise NotImplementedError("backend='python' (the Python-env pool) is not built yet")
+    if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not _is_native(env_id)):
+        if block_size is not None:
+            raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
+        from fastvec import pyenv
+
+        if num_threads is not None:
+            env_kwargs.setdefault("num_workers", num_threads)
+        return pyenv.make(env_id, num_envs, batch_size=batch_size, seed=seed, autoreset_mode=autoreset_mode,
+                          max_episode_steps=max_episode_steps, **env_kwargs)
     entry = lookup(env_id)
-    num_envs = _check_int("num_envs", num_envs, 1, 1 << 24)
+    num_envs = _check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else _check_int("batch_size", batch_size, 1, num_envs)
     if num_threads is None:
         num_threads = max(1, min(_available_cores(), num_envs))
@@ -106,6 +115,17 @@ def make(
         seed, options,
     )
     return VectorEnv(pool, entry, _MODES[autoreset_mode], max_episode_steps or None)
+
+
+def _is_native(env_id: str) -> bool:
+    """True when ``env_id`` has a native port; an id gymnasium does not know either gets lookup's error."""
+    try:
+        lookup(env_id)
+    except ValueError:
+        if env_id in gym.registry:
+            return False
+        raise
+    return True
 
 
 def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, float]:

@@ -1,0 +1,164 @@
+"""Spaces as flat lists of fixed-size leaves, and the shared-memory layout built from them.
+
+Both the parent and every worker build the same :class:`Buffers` over one
+shared mapping from the same :class:`Layout`, so an array here is the same
+bytes in every process. Rows are indexed by env id (not by batch position):
+a worker writes env ``e``'s results into row ``e``, and the parent copies the
+rows of a batch out into fresh arrays that then belong to the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+_ALIGN = 64
+
+# Per-worker control words (one 64-byte line per worker in Buffers.ctrl).
+REQ_HEAD = 0  #: requests appended by the parent (written by the parent only)
+COMP_HEAD = 1  #: results published by the worker (written by the worker only)
+SHUTDOWN = 2  #: set by the parent: the worker exits at the next env boundary
+
+# Per-env operation codes (Buffers.op), written by the parent before a request.
+OP_STEP = 1
+OP_RESET = 2
+
+# Per-env result flags (Buffers.flags), written by the worker.
+HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel
+HAS_ERROR = 2  #: the env raised; the traceback is on the worker's side channel
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One fixed-size array inside a (possibly nested) space."""
+
+    path: tuple[Any, ...]  #: keys (Dict) and indices (Tuple) from the root space to this leaf
+    shape: tuple[int, ...]  #: shape of one env's value
+    dtype: np.dtype
+    scalar: bool  #: Discrete: one env's value is a numpy integer, not an array
+
+
+def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
+    """The leaves of ``space`` in a fixed order; a TypeError for spaces the pool cannot share."""
+    if isinstance(space, gym.spaces.Box):
+        return [Leaf(path, tuple(space.shape), np.dtype(space.dtype), False)]
+    if isinstance(space, gym.spaces.Discrete):
+        return [Leaf(path, (), np.dtype(space.dtype), True)]
+    if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        return [Leaf(path, tuple(space.shape), np.dtype(space.dtype), False)]
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for key, sub in space.spaces.items() for leaf in leaves(sub, (*path, key))]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for i, sub in enumerate(space.spaces) for leaf in leaves(sub, (*path, i))]
+    raise TypeError(
+        f"the Python-env pool shares Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those; "
+        f"got {space}"
+    )
+
+
+def flatten(space: gym.Space, value: Any, out: list[Any]) -> list[Any]:
+    """Appends the leaf values of ``value`` (an element of ``space``) to ``out`` in :func:`leaves` order."""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected a dict for {space}, got {type(value).__name__}")
+        for key, sub in space.spaces.items():
+            flatten(sub, value[key], out)
+    elif isinstance(space, gym.spaces.Tuple):
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"expected a tuple for {space}, got {type(value).__name__}")
+        for sub, v in zip(space.spaces, value, strict=True):
+            flatten(sub, v, out)
+    else:
+        out.append(value)
+    return out
+
+
+def unflatten(space: gym.Space, values: list[Any], start: int = 0) -> tuple[Any, int]:
+    """The element of ``space`` built from leaf values ``values[start:]``, and the next index."""
+    if isinstance(space, gym.spaces.Dict):
+        result = {}
+        for key, sub in space.spaces.items():
+            result[key], start = unflatten(sub, values, start)
+        return result, start
+    if isinstance(space, gym.spaces.Tuple):
+        items = []
+        for sub in space.spaces:
+            item, start = unflatten(sub, values, start)
+            items.append(item)
+        return tuple(items), start
+    return values[start], start + 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Sizes of everything in the shared mapping; picklable, sent to every worker."""
+
+    num_envs: int
+    num_workers: int
+    ring: int  #: capacity of each worker's request and result rings (its number of envs)
+    obs: tuple[Leaf, ...]
+    act: tuple[Leaf, ...]
+    final_obs: bool  #: same_step autoreset keeps the finished episode's last observation
+
+    def arrays(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        n, w = self.num_envs, self.num_workers
+        out: list[tuple[str, tuple[int, ...], np.dtype]] = [
+            ("ctrl", (w, _ALIGN // 8), np.dtype(np.int64)),
+            ("req_ring", (w, self.ring), np.dtype(np.int32)),
+            ("comp_ring", (w, self.ring), np.dtype(np.int32)),
+            ("op", (n,), np.dtype(np.uint8)),
+            ("seed", (n,), np.dtype(np.uint64)),
+            ("seeded", (n,), np.dtype(np.bool_)),
+            ("flags", (n,), np.dtype(np.uint8)),
+            ("reward", (n,), np.dtype(np.float32)),
+            ("terminated", (n,), np.dtype(np.bool_)),
+            ("truncated", (n,), np.dtype(np.bool_)),
+            ("done", (n,), np.dtype(np.bool_)),
+            ("episode_return", (n,), np.dtype(np.float64)),
+            ("episode_length", (n,), np.dtype(np.int32)),
+        ]
+        out += [(f"obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs)]
+        out += [(f"act{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.act)]
+        if self.final_obs:
+            out += [(f"final_obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs)]
+        return out
+
+    @property
+    def size(self) -> int:
+        offset = 0
+        for _, shape, dtype in self.arrays():
+            offset = _aligned(offset) + math.prod(shape) * dtype.itemsize
+        return max(_aligned(offset), _ALIGN)
+
+
+class Buffers:
+    """Numpy views of the shared mapping, by name (``ctrl``, ``obs0``, ``reward``, ...)."""
+
+    def __init__(self, layout: Layout, buffer: Any) -> None:
+        offset = 0
+        self.obs: list[np.ndarray] = []
+        self.act: list[np.ndarray] = []
+        self.final_obs: list[np.ndarray] = []
+        for name, shape, dtype in layout.arrays():
+            offset = _aligned(offset)
+            count = math.prod(shape)
+            view = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
+            offset += count * dtype.itemsize
+            setattr(self, name, view)
+            for prefix in ("final_obs", "obs", "act"):
+                if name.startswith(prefix) and name[len(prefix):].isdigit():
+                    getattr(self, prefix).append(view)
+                    break
+
+    def release(self) -> None:
+        """Drops every view, so that the mapping can be closed."""
+        self.__dict__.clear()
+
+
+def _aligned(offset: int) -> int:
+    return (offset + _ALIGN - 1) // _ALIGN * _ALIGN

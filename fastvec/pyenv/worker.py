@@ -1,0 +1,247 @@
+"""The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
+
+Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
+writes an env's action row and op code, appends the env id to this worker's
+request ring and advances ``REQ_HEAD``, then writes one byte to the wake
+pipe. The worker steps the env, writes its result row, appends the env id to
+its result ring, advances ``COMP_HEAD`` and writes one byte to the shared
+done pipe. Both sides spin briefly on the counters before they block on the
+pipe, and recheck the counters after every wake-up, so a byte is a hint and
+never the only record of work. Info dicts and tracebacks (rare) go over the
+side channel, in result order, before the result is published.
+
+Each side writes its data before the counter that publishes it and reads the
+counter before the data; that is enough on x86 (stores are seen in program
+order). A weakly ordered CPU (ARM) would need a fence between the two when a
+side found the counter by spinning rather than after a blocking syscall.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import select
+import signal
+import time
+import traceback
+from multiprocessing import parent_process, reduction
+from typing import Any
+
+import numpy as np
+
+from fastvec.pyenv.layout import (
+    COMP_HEAD,
+    HAS_ERROR,
+    HAS_INFO,
+    OP_RESET,
+    REQ_HEAD,
+    SHUTDOWN,
+    Buffers,
+    Layout,
+    flatten,
+    unflatten,
+)
+
+SPIN_SECONDS = 50e-6  # how long a worker polls for the next request before it blocks
+
+
+class SharedFd:
+    """A file descriptor that survives the spawn and forkserver start methods (sent with the
+    process arguments as multiprocessing sends a Connection's); under fork it is inherited."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self):
+        return _rebuild_fd, (reduction.DupFd(self.fd),)
+
+
+def _rebuild_fd(dup: Any) -> SharedFd:
+    return SharedFd(dup.detach())
+
+
+def _loads(blob: bytes) -> Any:
+    import cloudpickle
+
+    return cloudpickle.loads(blob)
+
+
+def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layout: Layout,
+        wake_r: Any, done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+    """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
+    try:
+        env_fns = _loads(env_fns_blob)
+        envs = [fn() for fn in env_fns]
+        for k, env in enumerate(envs):
+            for kind in ("observation_space", "action_space"):
+                got, want = getattr(env, kind), config[kind]
+                if got != want:
+                    raise ValueError(
+                        f"env {lo + k} has {kind} {got}, but env 0 has {want}: every env of a pool must share "
+                        "its spaces"
+                    )
+    except BaseException as exc:  # every failure is reported to the parent
+        side_w.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return
+    mm = mmap.mmap(memfd.fd, layout.size)
+    os.close(memfd.fd)
+    buffers = Buffers(layout, mm)
+    side_w.send(("ready", os.getpid()))
+    try:
+        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_w, config).loop()
+    finally:
+        for env in envs:
+            try:
+                env.close()
+            except Exception:
+                pass
+        buffers.release()
+        mm.close()
+
+
+class _Worker:
+    def __init__(self, index: int, lo: int, envs: list, b: Buffers, layout: Layout, wake_r: Any,
+                 done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+        self.index, self.lo, self.envs, self.b = index, lo, envs, b
+        self.ring = layout.ring
+        self.wake_fd = wake_r.fileno()
+        self.done_fd = done_w.fileno()
+        os.set_blocking(self.done_fd, False)
+        self.side = side_w
+        self.keep = (wake_r, done_w)  # keeps the fds open
+        self.mode = config["autoreset_mode"]
+        self.spin = config["spin_seconds"]
+        self.max_steps = config["max_episode_steps"] or 0
+        self.obs_space = config["observation_space"]
+        self.act_space = config["action_space"]
+        self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
+        self.simple_act = len(b.act) == 1 and not layout.act[0].path
+        self.act_scalar = [leaf.scalar for leaf in layout.act]
+        n = len(envs)
+        self.elapsed = [0] * n
+        self.ret = [0.0] * n
+        self.needs_reset = [False] * n
+        parent = parent_process()
+        self.parent_sentinel = parent.sentinel if parent is not None else None
+
+    def loop(self) -> None:
+        ctrl = self.b.ctrl[self.index]
+        req_ring = self.b.req_ring[self.index]
+        comp_ring = self.b.comp_ring[self.index]
+        ring = self.ring
+        tail = 0
+        published = 0
+        while True:
+            if ctrl[REQ_HEAD] == tail and not self._wait(ctrl, tail):
+                return
+            if ctrl[SHUTDOWN]:
+                return
+            head = int(ctrl[REQ_HEAD])
+            while tail < head:
+                e = int(req_ring[tail % ring])
+                tail += 1
+                self._process(e)
+                comp_ring[published % ring] = e
+                published += 1
+                ctrl[COMP_HEAD] = published
+                if ctrl[SHUTDOWN]:
+                    return
+            try:
+                os.write(self.done_fd, b"\0")
+            except BlockingIOError:  # the pipe is full of unread wake-ups: the parent will look anyway
+                pass
+
+    def _wait(self, ctrl: np.ndarray, tail: int) -> bool:
+        """Waits for a request; False when the worker should exit."""
+        deadline = time.perf_counter() + self.spin
+        while time.perf_counter() < deadline:
+            if ctrl[REQ_HEAD] != tail:
+                return True
+        fds = [self.wake_fd] if self.parent_sentinel is None else [self.wake_fd, self.parent_sentinel]
+        while ctrl[REQ_HEAD] == tail:
+            if ctrl[SHUTDOWN]:
+                return False
+            ready, _, _ = select.select(fds, [], [], 1.0)
+            if self.parent_sentinel in ready:
+                return False  # the parent died: nobody will ever ask again
+            if self.wake_fd in ready:
+                try:
+                    if not os.read(self.wake_fd, 4096):
+                        return False  # the parent closed the wake pipe
+                except BlockingIOError:
+                    pass
+        return True
+
+    def _process(self, e: int) -> None:
+        b = self.b
+        k = e - self.lo
+        env = self.envs[k]
+        b.flags[e] = 0
+        b.done[e] = False
+        try:
+            explicit = b.op[e] == OP_RESET
+            if explicit or (self.needs_reset[k] and self.mode == "next_step"):
+                obs, info = env.reset(seed=int(b.seed[e]) if explicit and b.seeded[e] else None)
+                self.elapsed[k] = 0
+                self.ret[k] = 0.0
+                self.needs_reset[k] = False
+                self._write_obs(b.obs, e, obs)
+                b.reward[e] = 0.0
+                b.terminated[e] = False
+                b.truncated[e] = False
+                if info:
+                    self._send_info(e, info, None)
+                return
+            obs, reward, terminated, truncated, info = env.step(self._action(e))
+            self.elapsed[k] += 1
+            self.ret[k] += float(reward)
+            if self.max_steps and self.elapsed[k] >= self.max_steps:
+                truncated = True
+            b.reward[e] = reward
+            b.terminated[e] = terminated
+            b.truncated[e] = truncated
+            if terminated or truncated:
+                b.done[e] = True
+                b.episode_return[e] = self.ret[k]
+                b.episode_length[e] = self.elapsed[k]
+                if self.mode == "same_step":
+                    self._write_obs(b.final_obs, e, obs)
+                    final_info = info
+                    obs, info = env.reset()
+                    self.elapsed[k] = 0
+                    self.ret[k] = 0.0
+                    self._write_obs(b.obs, e, obs)
+                    if info or final_info:
+                        self._send_info(e, info, final_info)
+                    return
+                self.needs_reset[k] = True
+            self._write_obs(b.obs, e, obs)
+            if info:
+                self._send_info(e, info, None)
+        except Exception as exc:  # re-raised in the parent, naming the env
+            b.flags[e] = HAS_ERROR
+            b.reward[e] = 0.0
+            b.terminated[e] = False
+            b.truncated[e] = False
+            b.done[e] = False
+            self.needs_reset[k] = False
+            self.side.send(("error", e, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+
+    def _action(self, e: int) -> Any:
+        if self.simple_act:
+            row = self.b.act[0][e]
+            return row if self.act_scalar[0] else row.copy()
+        values = [a[e] if scalar else a[e].copy() for a, scalar in zip(self.b.act, self.act_scalar, strict=True)]
+        return unflatten(self.act_space, values)[0]
+
+    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any) -> None:
+        if self.simple_obs:
+            arrays[0][e] = obs
+            return
+        for array, value in zip(arrays, flatten(self.obs_space, obs, []), strict=True):
+            array[e] = value
+
+    def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
+        self.b.flags[e] = HAS_INFO
+        self.side.send(("info", e, info, final_info))

@@ -1,0 +1,561 @@
+"""The Python-env pool: results identical to gymnasium's SyncVectorEnv, async ordering, Dict/Tuple
+spaces, every start method, and failure paths (an env that raises, a killed worker, close during a
+step, leaked processes or shared memory)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+from fastvec.pyenv import EnvError, PyVectorEnv, WorkerDiedError
+
+MODES = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP,
+         "disabled": gym.vector.AutoresetMode.DISABLED}
+
+
+class CountEnv(gym.Env):
+    """obs = [steps since reset, last action]; reward = action; ends after ``episode_length`` steps;
+    raises at step ``throw_at``; sleeps ``sleep`` seconds a step (only for close-during-a-step)."""
+
+    def __init__(self, episode_length: int = 1_000_000, throw_at: int = -1, sleep: float = 0.0) -> None:
+        self.observation_space = gym.spaces.Box(0, 1e9, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(4)
+        self.episode_length, self.throw_at, self.sleep = episode_length, throw_at, sleep
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t == self.throw_at:
+            raise ValueError(f"CountEnv asked to throw at step {self.t}")
+        if self.sleep:
+            time.sleep(self.sleep)
+        obs = np.array([self.t, action], np.float32)
+        return obs, float(action), self.t >= self.episode_length, False, {}
+
+
+class StructEnv(gym.Env):
+    """Dict observations, Tuple actions, random episode ends and infos of every kind."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.observation_space = gym.spaces.Dict({
+            "pos": gym.spaces.Box(-10, 10, (3,), np.float32),
+            "mode": gym.spaces.Discrete(3),
+            "bits": gym.spaces.MultiBinary(4),
+            "pair": gym.spaces.Tuple((gym.spaces.MultiDiscrete([3, 5]), gym.spaces.Box(0, 1, (2, 2), np.float64))),
+        })
+        self.action_space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)))
+        self.scale = scale
+
+    def _obs(self):
+        r = self.np_random
+        return {"pos": (r.uniform(-1, 1, 3) * self.scale).astype(np.float32), "mode": int(r.integers(3)),
+                "bits": r.integers(0, 2, 4).astype(np.int8),
+                "pair": (r.integers(0, [3, 5]).astype(np.int64), r.uniform(0, 1, (2, 2)))}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(), {"phase": "reset", "level": int(self.np_random.integers(10))}
+
+    def step(self, action):
+        kind, push = action
+        info = {"push": np.asarray(push, np.float32).copy(), "kind": int(kind)}
+        if kind == 2:
+            info["note"] = "two"
+        end = self.np_random.uniform() < 0.08
+        return self._obs(), float(kind) + float(push.sum()), end, False, info
+
+
+def count_env(num_envs=4, env=None, **kw):
+    env = env or {}
+    return fastvec.make(lambda: CountEnv(**env), num_envs, start_method="fork", **kw)
+
+
+def assert_tree_equal(a, b, path="obs"):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys {a.keys()} vs {b.keys()}"
+        for key in a:
+            assert_tree_equal(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_tree_equal(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray) and a.dtype == object:
+        assert b.dtype == object and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x is None or y is None:
+                assert x is None and y is None, f"{path}[{i}]"
+            else:
+                assert_tree_equal(x, y, f"{path}[{i}]")
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=path)
+        assert np.asarray(a).dtype == np.asarray(b).dtype, f"{path}: {np.asarray(a).dtype} vs {np.asarray(b).dtype}"
+
+
+def worker_is_gone(pid: int) -> bool:
+    """Neither running nor a zombie nobody reaped."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+# -- identical to gymnasium's SyncVectorEnv ----------------------------------------
+
+
+def _compare_with_sync_vector_env(make_env, mode, actions_fn, n=4, steps=120, compare_infos=True, **kw):
+    ref = gym.vector.SyncVectorEnv([make_env] * n, autoreset_mode=MODES[mode])
+    env = fastvec.make([make_env] * n, autoreset_mode=mode, start_method="fork", **kw)
+    with env:
+        assert env.single_observation_space == ref.single_observation_space
+        assert env.single_action_space == ref.single_action_space
+        ref_obs, ref_info = ref.reset(seed=11)
+        obs, info = env.reset(seed=[11 + i for i in range(n)])  # SyncVectorEnv seeds env i with seed + i
+        assert_tree_equal(obs, ref_obs)
+        if compare_infos:
+            assert_tree_equal({k: v for k, v in info.items() if k != "env_id"}, ref_info, "reset info")
+        rng = np.random.default_rng(0)
+        ends = 0
+        for _ in range(steps):
+            actions = actions_fn(rng, n)
+            ref_obs, ref_rew, ref_term, ref_trunc, ref_info = ref.step(actions)
+            obs, rew, term, trunc, info = env.step(actions)
+            assert_tree_equal(obs, ref_obs)
+            np.testing.assert_array_equal(rew, ref_rew.astype(np.float32))
+            np.testing.assert_array_equal(term, ref_term)
+            np.testing.assert_array_equal(trunc, ref_trunc)
+            assert rew.dtype == np.float32 and term.dtype == np.bool_ and info["env_id"].dtype == np.int32
+            done = term | trunc
+            ends += done.sum()
+            if compare_infos:
+                mine = {k: v for k, v in info.items() if k not in ("env_id", "episode_return", "_episode_return",
+                                                                    "episode_length", "_episode_length")}
+                if "final_info" in mine:  # ours adds the episode statistics to final_info
+                    mine["final_info"] = {k: v for k, v in mine["final_info"].items() if "episode_" not in k}
+                assert_tree_equal(mine, ref_info, "info")
+            elif mode == "same_step" and done.any():
+                assert_tree_equal(info["final_obs"], ref_info["final_obs"], "final_obs")
+            if mode == "disabled" and done.any():
+                ref_obs, _ = ref.reset(options={"reset_mask": done})
+                obs, _ = env.reset(options={"reset_mask": done.copy()})
+                assert_tree_equal(obs, ref_obs)
+    ref.close()
+    assert ends > 5
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_cartpole_matches_sync_vector_env(mode):
+    def make_env():
+        return gym.make("CartPole-v1", max_episode_steps=25)
+
+    _compare_with_sync_vector_env(make_env, mode, lambda rng, n: rng.integers(0, 2, n), num_workers=2)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_dict_and_tuple_spaces_and_infos_match_sync_vector_env(mode):
+    def actions(rng, n):
+        return (rng.integers(0, 3, n), rng.uniform(-1, 1, (n, 2)).astype(np.float32))
+
+    _compare_with_sync_vector_env(StructEnv, mode, actions, n=3, steps=80, num_workers=2)
+
+
+@pytest.mark.timeout(60)
+def test_gymnasium_ids_without_a_native_port_run_in_the_python_pool():
+    env = fastvec.make("Blackjack-v1", 4, seed=0, start_method="fork")  # Tuple of Discrete observations
+    assert isinstance(env, PyVectorEnv)
+    obs, info = env.reset()
+    assert isinstance(obs, tuple) and obs[0].shape == (4,) and obs[0].dtype == np.int64
+    obs, rew, term, trunc, info = env.step(np.zeros(4, dtype=np.int64))
+    assert term.all()  # "stick" ends every hand
+    assert np.isin(info["episode_return"], [-1.0, 0.0, 1.0, 1.5]).all()
+    env.close()
+    env = fastvec.make("CartPole-v1", 2, backend="python", start_method="fork")
+    assert isinstance(env, PyVectorEnv) and env.max_episode_steps == 500
+    env.close()
+    with pytest.raises(ValueError, match="did you mean 'CartPole-v1'"):
+        fastvec.make("Cartpole-v1")
+    assert isinstance(fastvec.make("CartPole-v1", 2), fastvec.VectorEnv)
+
+
+# -- async coverage and ordering ------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_async_serves_every_env_with_the_right_actions():
+    env = count_env(num_envs=8, batch_size=3, num_workers=2)
+    env.async_reset()
+    steps = np.zeros(8, dtype=int)
+    for _ in range(300):
+        obs, rew, term, trunc, info = env.recv()
+        ids = info["env_id"]
+        assert len(ids) == 3 and len(set(ids.tolist())) == 3
+        np.testing.assert_array_equal(obs[:, 0], steps[ids])
+        if steps[ids].min() > 0:
+            np.testing.assert_array_equal(obs[:, 1], ids % 4)
+            np.testing.assert_array_equal(rew, (ids % 4).astype(np.float32))
+        steps[ids] += 1
+        env.send(ids % 4, ids)
+    assert steps.min() > 20 and steps.sum() == 900
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_async_trajectories_equal_sync_ones():
+    def make_env():
+        return gym.make("CartPole-v1", max_episode_steps=30)
+
+    def policy(e, t):
+        return (e * 7 + t * 3 + t // 5) % 2
+
+    n, steps = 6, 80
+    sync = fastvec.make([make_env] * n, seed=3, start_method="fork", num_workers=2)
+    sync.reset()
+    want = [[] for _ in range(n)]
+    for t in range(steps):
+        obs, rew, *_ = sync.step(np.array([policy(e, t) for e in range(n)]))
+        for e in range(n):
+            want[e].append((obs[e], rew[e]))
+    sync.close()
+    env = fastvec.make([make_env] * n, seed=3, batch_size=4, start_method="fork", num_workers=2)
+    env.async_reset()
+    got = [[] for _ in range(n)]
+    while min(len(g) for g in got) < steps + 1:
+        obs, rew, _, _, info = env.recv()
+        ids = info["env_id"]
+        for row, e in enumerate(ids.tolist()):
+            got[e].append((obs[row], rew[row]))
+        env.send(np.array([policy(e, len(got[e]) - 1) for e in ids.tolist()]), ids)
+    env.close()
+    for e in range(n):
+        for (o1, r1), (o2, r2) in zip(want[e], got[e][1 : steps + 1], strict=True):
+            np.testing.assert_array_equal(o1, o2)
+            assert r1 == r2
+
+
+@pytest.mark.timeout(60)
+def test_async_usage_errors_and_reset_in_async_mode():
+    env = count_env(num_envs=5, batch_size=2, num_workers=2)
+    with pytest.raises(RuntimeError, match="recv"):
+        env.recv()
+    with pytest.raises(RuntimeError, match="has not been reset"):
+        env.send([0], [0])
+    env.async_reset()
+    ids = env.recv()[4]["env_id"]
+    env.send([1, 1], ids)
+    with pytest.raises(RuntimeError, match="not awaiting"):
+        env.send([0], ids[:1])
+    with pytest.raises(ValueError, match="out of range"):
+        env.send([0], [5])
+    with pytest.raises(ValueError, match="twice"):
+        env.send([0, 0], [4, 4])
+    obs, info = env.reset()  # waits for what is in flight, then resets every env
+    np.testing.assert_array_equal(info["env_id"], np.arange(5))
+    assert obs[:, 0].tolist() == [0] * 5
+    env.close()
+
+
+# -- semantics shared with the native pool -----------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_next_step_autoreset_truncation_and_episode_statistics():
+    env = count_env(num_envs=2, env={"episode_length": 3}, max_episode_steps=10)
+    env.reset()
+    for t in range(1, 4):
+        obs, rew, term, trunc, info = env.step([1, 2])
+        assert term.all() == (t == 3)
+    np.testing.assert_array_equal(info["episode_return"], [3.0, 6.0])
+    np.testing.assert_array_equal(info["episode_length"], [3, 3])
+    assert info["episode_length"].dtype == np.int32 and info["_episode_return"].all()
+    obs, rew, term, trunc, info = env.step([3, 3])  # the reset step
+    assert obs.tolist() == [[0, 0], [0, 0]] and rew.tolist() == [0, 0] and "episode_return" not in info
+    env.close()
+    env = count_env(num_envs=3, max_episode_steps=5)
+    env.reset()
+    for t in range(1, 6):
+        _, _, term, trunc, info = env.step([1, 1, 1])
+        assert not term.any() and trunc.all() == (t == 5)
+    np.testing.assert_array_equal(info["episode_length"], [5, 5, 5])
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_same_step_final_obs_and_disabled_mode():
+    env = count_env(num_envs=2, env={"episode_length": 3}, autoreset_mode="same_step")
+    env.reset()
+    for _ in range(2):
+        env.step([1, 2])
+    obs, rew, term, trunc, info = env.step([1, 2])
+    assert term.all() and obs.tolist() == [[0, 0], [0, 0]]
+    assert info["final_obs"][0].tolist() == [3, 1] and info["final_obs"][1].tolist() == [3, 2]
+    np.testing.assert_array_equal(info["final_info"]["episode_return"], [3.0, 6.0])
+    env.close()
+    env = count_env(num_envs=2, env={"episode_length": 2}, autoreset_mode="disabled")
+    env.reset()
+    env.step([1, 1])
+    assert env.step([1, 1])[2].all()
+    with pytest.raises(RuntimeError, match="disabled"):
+        env.step([1, 1])
+    obs, info = env.reset(options={"env_id": [1]})
+    assert obs.tolist() == [[0, 0]] and info["env_id"].tolist() == [1]
+    obs, _ = env.reset(options={"reset_mask": np.array([True, False])})
+    assert obs.tolist() == [[0, 0], [0, 0]]
+    assert env.step([2, 3])[0].tolist() == [[1, 2], [1, 3]]
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_seeding():
+    def make_env():
+        return gym.make("CartPole-v1")
+
+    env = fastvec.make([make_env] * 4, start_method="fork")
+    a, _ = env.reset(seed=5)
+    b, _ = env.reset(seed=5)
+    c, _ = env.reset(seed=6)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c) and len({tuple(row) for row in a}) == 4
+    e, _ = env.reset(seed=[5, None, 5, None])
+    np.testing.assert_array_equal(e[0], e[2])
+    env.close()
+    with fastvec.make([make_env] * 4, seed=5, start_method="fork") as env:
+        np.testing.assert_array_equal(env.reset()[0], a)
+    child = np.random.SeedSequence(5).spawn(4)[2]
+    np.testing.assert_array_equal(make_env().reset(seed=int(child.generate_state(1, np.uint64)[0]))[0], a[2])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("batch_size", [8, 4])
+def test_returned_arrays_are_never_overwritten(batch_size):
+    env = fastvec.make(lambda: gym.make("CartPole-v1"), 8, batch_size=batch_size, seed=0, start_method="fork")
+    results = []
+    if batch_size == 8:
+        env.reset()
+        for _ in range(20):
+            results.append(env.step(np.ones(8, dtype=np.int64)))
+    else:
+        env.async_reset()
+        for _ in range(20):
+            r = env.recv()
+            results.append(r)
+            env.send(np.ones(4, dtype=np.int64), r[4]["env_id"])
+    snapshots = [[np.copy(x) for x in r[:4]] + [np.copy(r[4]["env_id"])] for r in results]
+    for _ in range(20):
+        if batch_size == 8:
+            env.step(np.zeros(8, dtype=np.int64))
+        else:
+            r = env.recv()
+            env.send(np.zeros(4, dtype=np.int64), r[4]["env_id"])
+    for r, snap in zip(results, snapshots, strict=True):
+        for got, want in zip([*r[:4], r[4]["env_id"]], snap, strict=True):
+            np.testing.assert_array_equal(got, want)
+    env.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("actions", "error", "match"),
+    [
+        (np.zeros(3, dtype=np.int64), ValueError, r"shape \(4,\)"),
+        (np.zeros(4, dtype=np.float32), TypeError, "integers"),
+        (np.array([0, 1, 4, 2]), ValueError, r"actions\[2\] = 4 is out of range"),
+        ("left", TypeError, "integers"),
+    ],
+)
+def test_bad_actions_raise_and_pool_stays_usable(actions, error, match):
+    env = count_env(num_envs=4, num_workers=1)
+    env.reset()
+    with pytest.raises(error, match=match):
+        env.step(actions)
+    assert env.step([1, 1, 1, 1])[0][:, 0].tolist() == [1, 1, 1, 1]
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_bad_box_and_struct_actions():
+    env = fastvec.make(StructEnv, 2, start_method="fork", num_workers=1)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="finite"):
+        env.step((np.zeros(2, np.int64), np.array([[0, 0], [np.nan, 0]], np.float32)))
+    with pytest.raises(TypeError, match="batched like"):
+        env.step(np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        env.step((np.zeros(2, np.int64), np.zeros((2, 3), np.float32)))
+    env.step((np.zeros(2, np.int64), np.zeros((2, 2), np.float32)))
+    env.close()
+
+
+def test_bad_make_arguments():
+    with pytest.raises(TypeError, match="env_id must be"):
+        fastvec.pyenv.make(3)
+    with pytest.raises(ValueError, match="num_envs"):
+        fastvec.make([CountEnv, CountEnv], 3)
+    with pytest.raises(TypeError, match="keyword arguments"):
+        fastvec.make(CountEnv, 2, gravity=3.0)
+    with pytest.raises(ValueError, match="start_method"):
+        fastvec.make(CountEnv, 2, start_method="teleport")
+    with pytest.raises(ValueError, match="block_size"):
+        fastvec.make(CountEnv, 2, block_size=1)
+
+
+@pytest.mark.timeout(60)
+def test_a_list_of_callables_may_differ_in_configuration_but_not_in_spaces():
+    env = fastvec.make([lambda: StructEnv(1.0), lambda: StructEnv(5.0)], start_method="fork")
+    assert env.num_envs == 2
+    obs, _ = env.reset(seed=[0, 0])
+    np.testing.assert_allclose(obs["pos"][1], obs["pos"][0] * 5, rtol=1e-6)
+    env.close()
+
+    class Wider(CountEnv):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gym.spaces.Box(0, 1e9, (3,), np.float32)
+
+    with pytest.raises(ValueError, match=r"env 2 has observation_space .* but env 0 has .* share"):
+        fastvec.make([CountEnv, CountEnv, Wider], start_method="fork", num_workers=2)
+
+
+# -- start methods ------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
+def test_start_methods(start_method):
+    length = 7
+    env = fastvec.make([lambda: CountEnv(episode_length=length)] * 3, start_method=start_method, num_workers=2,
+                       autoreset_mode="same_step")
+    pids = env.worker_pids
+    env.reset()
+    for _ in range(length):
+        obs, rew, term, trunc, info = env.step([1, 2, 3])
+    assert term.all() and obs[:, 0].tolist() == [0, 0, 0]
+    assert [o.tolist() for o in info["final_obs"]] == [[7, 1], [7, 2], [7, 3]]
+    env.close()
+    assert all(worker_is_gone(p) for p in pids)
+
+
+# -- failures --------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_env_exception_names_the_env_and_carries_the_traceback():
+    env = fastvec.make([CountEnv, CountEnv, lambda: CountEnv(throw_at=3), CountEnv], start_method="fork",
+                       num_workers=2)
+    env.reset()
+    env.step([0, 0, 0, 0])
+    env.step([0, 0, 0, 0])
+    with pytest.raises(EnvError, match="env 2 raised: ValueError: CountEnv asked to throw at step 3") as raised:
+        env.step([1, 1, 1, 1])
+    assert "Traceback" in str(raised.value) and "in step" in str(raised.value)
+    with pytest.raises(RuntimeError, match="env 2 raised an exception earlier"):
+        env.step([0, 0, 0, 0])
+    obs, _ = env.reset()
+    assert obs[:, 0].tolist() == [0, 0, 0, 0]
+    assert env.step([1, 1, 1, 1])[0][:, 0].tolist() == [1, 1, 1, 1]
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_env_exception_in_async_mode():
+    env = fastvec.make([CountEnv, lambda: CountEnv(throw_at=1)] * 2, batch_size=2, start_method="fork")
+    env.async_reset()
+    seen = set()
+    with pytest.raises(EnvError, match=r"env [13] raised"):
+        for _ in range(4):
+            ids = env.recv()[4]["env_id"]
+            seen.update(ids.tolist())
+            env.send([0] * len(ids), ids)
+    env.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("busy", [False, True])
+def test_a_killed_worker_is_reported_within_a_second(busy):
+    env = count_env(num_envs=4, num_workers=2, env={"sleep": 0.5 if busy else 0.0})
+    env.reset()
+    pids = env.worker_pids
+    if busy:
+        env.send([1, 1, 1, 1])
+    os.kill(pids[1], signal.SIGKILL)
+    t = time.perf_counter()
+    with pytest.raises(WorkerDiedError, match=rf"worker 1 \(pid {pids[1]}, envs 2..3\) was killed by signal 9"):
+        env.recv() if busy else env.step([1, 1, 1, 1])
+    assert time.perf_counter() - t < 1.0
+    with pytest.raises(WorkerDiedError):
+        env.reset()
+    env.close()
+    assert all(worker_is_gone(p) for p in pids)
+
+
+@pytest.mark.timeout(60)
+def test_close_during_a_step_is_prompt_and_reaps_every_worker():
+    env = count_env(num_envs=4, num_workers=2, env={"sleep": 2.0}, batch_size=2)
+    env.async_reset()
+    env.recv()
+    env.recv()
+    env.send([1, 1], [0, 2])
+    pids = env.worker_pids
+    time.sleep(0.05)
+    t = time.perf_counter()
+    env.close()
+    assert time.perf_counter() - t < 1.5
+    env.close()
+    assert env.closed and all(worker_is_gone(p) for p in pids)
+    for call in (lambda: env.step([0, 0, 0, 0]), env.recv, env.reset, env.async_reset, lambda: env.send([0], [0])):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+@pytest.mark.timeout(60)
+def test_no_shared_memory_segments_or_processes_outlive_the_pool():
+    before = set(os.listdir("/dev/shm"))
+    env = fastvec.make(StructEnv, 4, start_method="fork")
+    pids = env.worker_pids
+    env.reset(seed=0)
+    env.step((np.zeros(4, np.int64), np.zeros((4, 2), np.float32)))
+    del env  # garbage collection closes the pool
+    assert all(worker_is_gone(p) for p in pids)
+    assert set(os.listdir("/dev/shm")) <= before
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ending", ["exit", "keyboard_interrupt"])
+def test_interpreter_exit_without_close_leaves_nothing_behind(ending, tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np, gymnasium as gym, fastvec
+        if __name__ == "__main__":
+            env = fastvec.make(lambda: gym.make("CartPole-v1"), 4, num_workers=2)
+            env.reset(seed=0)
+            env.step(np.zeros(4, dtype=np.int64))
+            print(*env.worker_pids, flush=True)
+            if {ending == "keyboard_interrupt"}:
+                env.send(np.zeros(4, dtype=np.int64))
+                raise KeyboardInterrupt
+    """))
+    before = set(os.listdir("/dev/shm"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=50)
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2, proc.stderr
+    if ending == "keyboard_interrupt":
+        assert "KeyboardInterrupt" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
+    assert "leaked" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    deadline = time.monotonic() + 2
+    while not all(worker_is_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(worker_is_gone(p) for p in pids)
+    assert set(os.listdir("/dev/shm")) <= before
