@@ -124,10 +124,22 @@ def make_fastvec(env_id: str, num_envs: int, num_threads: int | None, asynchrono
 
     if env_id not in fastvec.list_envs():
         raise NotAvailable("not available in this build")
+    return _fastvec_runner(env_id, num_envs, asynchronous, num_threads=num_threads)
+
+
+def make_fastvec_python(env_id: str, num_envs: int) -> Runner:
+    """The Python-env pool (worker processes, shared memory) stepping gymnasium's own env."""
+    _classic_only(env_id)
+    return _fastvec_runner(env_id, num_envs, False, backend="python")
+
+
+def _fastvec_runner(env_id: str, num_envs: int, asynchronous: bool, **kwargs: Any) -> Runner:
+    import fastvec
+
     if asynchronous:
-        env = fastvec.make(env_id, num_envs, batch_size=num_envs // 2, num_threads=num_threads, seed=0)
+        env = fastvec.make(env_id, num_envs, batch_size=num_envs // 2, seed=0, **kwargs)
         return AsyncRunner(env, _actions(num_envs, np.int64), num_envs // 2)
-    env = fastvec.make(env_id, num_envs, num_threads=num_threads, seed=0)
+    env = fastvec.make(env_id, num_envs, seed=0, **kwargs)
     env.reset()
     return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
 
@@ -232,6 +244,8 @@ CONTENDERS = [
     Contender("fastvec-t2", "fastvec sync, num_threads=2", "fastvec", lambda e, n: make_fastvec(e, n, 2, False)),
     Contender("fastvec-async", "fastvec async (default threads)", "fastvec",
               lambda e, n: make_fastvec(e, n, None, True), needs_batch=True),
+    Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec",
+              make_fastvec_python),
     Contender("gym-numpy", "gymnasium vector_entry_point (numpy)", "gymnasium",
               lambda e, n: make_gymnasium(e, n, "vector_entry_point")),
     Contender("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", lambda e, n: make_gymnasium(e, n, "sync")),
@@ -250,8 +264,8 @@ CONTENDERS = [
               max_envs=32),
 ]
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
-DEFAULT_CONTENDERS = ("fastvec", "fastvec-async", "gym-numpy", "gym-async", "sb3-dummy", "sb3-subproc",
-                      "envpool-t1", "envpool-async-t1", "ray-actors")
+DEFAULT_CONTENDERS = ("fastvec", "fastvec-async", "fastvec-python", "gym-numpy", "gym-async", "sb3-dummy",
+                      "sb3-subproc", "envpool-t1", "envpool-async-t1", "ray-actors")
 ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
 
 
