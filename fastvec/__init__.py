@@ -7,10 +7,11 @@
 (8, 4)
 """
 
+from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv
 from fastvec.registry import list_envs, register_gymnasium_envs
 from fastvec.vector import VectorEnv, make
 
-__all__ = ["VectorEnv", "list_envs", "make"]
+__all__ = ["VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec", "tianshou_venv"]
 __version__ = "0.1.0"
 
 register_gymnasium_envs()

@@ -240,8 +240,15 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- async API --------------------------------------------------------
 
-    def async_reset(self, seed: int | Sequence[int | None] | None = None) -> None:
-        """Starts a reset of every env and returns at once; results come from :meth:`recv`."""
+    def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
+        """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
+        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
+        if env_id is not None:
+            ids = np.asarray(env_id).reshape(-1)
+            if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+                raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+            self._pool.send_reset(ids, self._seeds(seed, len(ids)) if seed is not None else [], False)
+            return
         seeds = self._seeds(seed, self.num_envs)
         self._pool.drain()
         self._pool.send_reset(None, seeds, False)
@@ -261,6 +268,11 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def recv_rest(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
+        (after sending only some) and returns their rows."""
+        return self._result(self._pool.recv_rest())
 
     def close_extras(self, **kwargs: Any) -> None:
         self._pool.close()

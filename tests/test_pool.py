@@ -538,3 +538,16 @@ def test_threads_stepping_one_pool_never_see_each_others_actions():
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_partial_async_reset_and_recv_rest():
+    env = debug(4, batch_size=2, block_size=1)
+    env.async_reset()
+    first = env.recv()[4]["env_id"]
+    with pytest.raises(ValueError, match="list of seeds"):
+        env.async_reset(seed=3, env_id=first[:1])
+    env.async_reset(seed=[7], env_id=first[:1])  # one idle env resets while the others are in flight
+    ids = np.concatenate([env.recv()[4]["env_id"], env.recv_rest()[4]["env_id"]])
+    assert sorted(ids.tolist()) == sorted([*set(range(4)) - set(first.tolist()), int(first[0])])
+    with pytest.raises(RuntimeError, match="recv_rest"):
+        env.recv_rest()

@@ -1,0 +1,316 @@
+"""Tianshou: a vector env the Collector takes in place of ``SubprocVectorEnv``.
+
+>>> from tianshou.data import Collector
+>>> train_envs = fastvec.tianshou_venv("CartPole-v1", 8, seed=0)   # was SubprocVectorEnv([...] * 8)
+>>> async_envs = fastvec.tianshou_venv("CartPole-v1", 8, batch_size=4, seed=0)  # was wait_num=4
+
+Protocol translation only. Tianshou wants an env that is not reset
+automatically: ``step`` returns the last observation of a finished episode
+and the Collector then calls ``reset(env_id=ids)``. The pool runs with
+``autoreset_mode="same_step"``; this class returns ``final_obs`` as the
+step's observation and hands out the new episode's first observation, which
+the pool already has, when the Collector asks for the reset. So a reset costs
+no round trip, also in async mode where other envs are in flight.
+
+Tianshou steps chosen envs (``step(action, id)``) in sync mode too, so the
+pool is built asynchronous (``batch_size = num_envs - 1``): a step of ``k``
+envs is a send and at most two receives.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fastvec.vector import VectorEnv, make
+
+_SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
+
+
+def _label(env: Any) -> str:
+    """The env id for messages (the Python-env pool has no registry entry)."""
+    entry = getattr(env, "entry", None)
+    return f"fastvec's native {entry.id}" if entry is not None else f"fastvec's {type(env).__name__}"
+
+
+class TianshouVectorEnv:
+    """Tianshou's vector-env protocol (``BaseVectorEnv``'s methods and return
+    formats) over a :class:`fastvec.VectorEnv`; made by :func:`fastvec.tianshou_venv`.
+
+    ``step`` returns ``(obs, rew, terminated, truncated, info)`` with ``info`` a
+    numpy object array of dicts, each with ``env_id``; ``reset`` returns
+    ``(obs, info)``. ``wait_num < env_num`` makes it asynchronous, for
+    Tianshou's ``AsyncCollector``.
+    """
+
+    def __init__(self, env: VectorEnv, wait_num: int | None = None) -> None:
+        self.env = env
+        self.env_num = env.num_envs
+        self.wait_num = wait_num or env.num_envs
+        self.is_async = self.wait_num != env.num_envs
+        self.timeout = None
+        self.waiting_id: list[int] = []
+        self.ready_id: list[int] = list(range(self.env_num))
+        self.is_closed = False
+        self._action_spaces = [copy.deepcopy(env.single_action_space) for _ in range(self.env_num)]
+        self._reset_obs: dict[int, np.ndarray] = {}  # first obs of episodes the pool began at their step
+
+    # -- Tianshou's attributes -----------------------------------------------
+
+    def __len__(self) -> int:
+        return self.env_num
+
+    @property
+    def action_space(self) -> list[Any]:
+        return list(self._action_spaces)
+
+    @property
+    def observation_space(self) -> list[Any]:
+        return [self.env.single_observation_space] * self.env_num
+
+    @property
+    def spec(self) -> list[Any]:
+        return [None] * self.env_num
+
+    @property
+    def metadata(self) -> list[dict[str, Any]]:
+        return [{"render_modes": []} for _ in range(self.env_num)]
+
+    @property
+    def reward_range(self) -> list[tuple[float, float]]:
+        return [(-float("inf"), float("inf"))] * self.env_num
+
+    def get_env_attr(self, key: str, id: int | Sequence[int] | np.ndarray | None = None) -> list[Any]:
+        """Attributes the envs share (the single-env spaces, ``spec``, ``metadata``, ``render_mode``)."""
+        self._check_open()
+        ids = self._ids(id)
+        if key not in _SHARED_ATTRS:
+            raise AttributeError(
+                f"{_label(self.env)} has no Python env object; get_env_attr answers only "
+                f"{_SHARED_ATTRS}"
+            )
+        if key == "render_mode":
+            return [None for _ in ids]
+        return [getattr(self, key)[i] for i in ids]
+
+    def set_env_attr(self, key: str, value: Any, id: int | Sequence[int] | np.ndarray | None = None) -> None:
+        raise AttributeError(
+            f"{_label(self.env)} has no Python env object: cannot set {key!r}; "
+            "env options are keyword arguments of fastvec.tianshou_venv"
+        )
+
+    # -- stepping ---------------------------------------------------------------
+
+    def reset(
+        self, env_id: int | Sequence[int] | np.ndarray | None = None, **kwargs: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Resets the envs in ``env_id`` (all if None); returns their observations and info dicts, in that order.
+
+        ``seed=int`` on a full reset seeds env ``i`` as ``fastvec.make`` does
+        (``SeedSequence(seed).spawn(n)[i]``); ``seed=[...]`` gives one seed per reset env.
+        A reset of every env discards the results of steps still in flight, as
+        the AsyncCollector's ``reset`` needs; a reset of some envs needs them received.
+        """
+        self._check_open()
+        seed = kwargs.pop("seed", None)
+        options = kwargs.pop("options", None)
+        if kwargs:
+            raise TypeError(f"reset() got unexpected keyword arguments {sorted(kwargs)}")
+        if options:
+            raise ValueError(f"{_label(self.env)} takes no reset options, got {options!r}")
+        ids = self._ids(env_id)
+        if len(ids) == self.env_num and len(set(ids.tolist())) == self.env_num:
+            obs, _ = self.env.reset(seed=seed)  # discards the results of steps still in flight
+            self.waiting_id, self.ready_id = [], list(range(self.env_num))
+            self._reset_obs.clear()
+            obs = obs[ids]
+        elif seed is None and all(i in self._reset_obs for i in ids.tolist()):  # finished: never in flight
+            obs = np.stack([self._reset_obs.pop(i) for i in ids.tolist()])
+        else:
+            obs = self._partial_reset(ids, seed)
+        return obs, _object_array([{} for _ in range(len(ids))])
+
+    def step(
+        self, action: Any, id: int | Sequence[int] | np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Steps the envs in ``id`` (all if None) with ``action``, one row per id.
+
+        Sync: returns their results in ``id`` order. Async: returns the first
+        ``wait_num`` envs to finish (fewer if fewer are stepping); ``info[k]["env_id"]``
+        says which; ``action=None`` only receives.
+        """
+        self._check_open()
+        ids = self._ids(id)
+        if not self.is_async:
+            if action is None:
+                raise ValueError("action must be not-None for non-async")
+            if len(action) != len(ids):
+                raise ValueError(f"got {len(action)} actions for {len(ids)} env ids")
+            if len(ids) == 0:
+                return self._empty()
+            self._send(action, ids)
+            return self._translate(self._gather(len(ids)), order=ids)
+        if action is not None:
+            if len(action) != len(ids):
+                raise ValueError(f"got {len(action)} actions for {len(ids)} env ids")
+            busy = set(ids.tolist()) & set(self.waiting_id)
+            if busy:
+                raise RuntimeError(f"cannot step envs {sorted(busy)}: they are stepping already")
+            self._send(action, ids)
+            self.waiting_id.extend(ids.tolist())
+            stepped = set(ids.tolist())
+            self.ready_id = [i for i in self.ready_id if i not in stepped]
+        if not self.waiting_id:
+            raise RuntimeError("step(None) with no env stepping: nothing to receive")
+        result = self._gather(min(len(self.waiting_id), self.env.batch_size))
+        done_ids = set(result[4].tolist())
+        self.waiting_id = [i for i in self.waiting_id if i not in done_ids]
+        self.ready_id.extend(result[4].tolist())
+        return self._translate(result, order=None)
+
+    def seed(self, seed: int | Sequence[int] | None = None) -> list[list[int] | None]:
+        """Seeds env ``i`` with ``seed + i`` (or ``seed[i]``) and resets it, as Tianshou's workers do."""
+        self._check_open()
+        if seed is None:
+            seeds: list[int | None] = [None] * self.env_num
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.env_num)]
+        else:
+            seeds = list(seed)
+        for space, s in zip(self._action_spaces, seeds, strict=True):
+            space.seed(s)
+        self.env.reset(seed=seeds if any(s is not None for s in seeds) else None)
+        self.waiting_id, self.ready_id = [], list(range(self.env_num))
+        self._reset_obs.clear()
+        return [None if s is None else [s] for s in seeds]
+
+    def render(self, **kwargs: Any) -> list[Any]:
+        raise NotImplementedError(f"{_label(self.env)} does not render")
+
+    def close(self) -> None:
+        if not self.is_closed:
+            self.env.close()
+            self.is_closed = True
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.is_closed:
+            raise RuntimeError(f"Methods of {type(self).__name__} cannot be called after close.")
+
+    def _ids(self, id: Any) -> np.ndarray:
+        if id is None:
+            return np.arange(self.env_num, dtype=np.int32)
+        ids = np.asarray(id).reshape(-1)
+        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= self.env_num):
+            raise ValueError(f"env ids must be integers in [0, {self.env_num}), got {id!r}")
+        return ids.astype(np.int32)
+
+    def _send(self, action: Any, ids: np.ndarray) -> None:
+        for i in ids.tolist():
+            self._reset_obs.pop(i, None)  # stepped without a reset: the episode simply goes on
+        if self.env.batch_size == self.env_num:  # one env: the pool is sync
+            self.env.send(np.asarray(action), None)
+        else:
+            self.env.send(np.asarray(action), ids)
+
+    def _gather(self, k: int) -> tuple[np.ndarray, ...]:
+        """Receives ``k`` results: whole batches, then the rest. Returns obs, rew,
+        terminated, truncated, env_id, final_obs (object array or None)."""
+        parts = []
+        batch = self.env.batch_size
+        while k >= batch:
+            parts.append(self.env.recv())
+            k -= batch
+        if k:
+            parts.append(self.env.recv_rest())
+        finals = []
+        for p in parts:
+            info = p[4]
+            finals.append(info["final_obs"] if "final_obs" in info else np.full(len(p[1]), None, dtype=object))
+        if len(parts) == 1:
+            p = parts[0]
+            return p[0], p[1], p[2], p[3], p[4]["env_id"], finals[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+            np.concatenate([p[3] for p in parts]),
+            np.concatenate([p[4]["env_id"] for p in parts]),
+            np.concatenate(finals),
+        )
+
+    def _translate(self, result: tuple[np.ndarray, ...], order: np.ndarray | None):
+        obs, rew, term, trunc, env_id, final_obs = result
+        if order is not None and not np.array_equal(env_id, order):
+            row = np.empty(self.env_num, dtype=np.intp)
+            row[env_id] = np.arange(len(env_id))
+            pick = row[order]
+            obs, rew, term, trunc, env_id, final_obs = (a[pick] for a in (obs, rew, term, trunc, env_id, final_obs))
+        for r in np.flatnonzero(term | trunc):
+            self._reset_obs[int(env_id[r])] = obs[r].copy()
+            obs[r] = final_obs[r]
+        info = _object_array([{"env_id": int(e)} for e in env_id])
+        return obs, rew, term, trunc, info
+
+    def _partial_reset(self, ids: np.ndarray, seed: Any) -> np.ndarray:
+        busy = set(ids.tolist()) & set(self.waiting_id)
+        if busy:
+            raise RuntimeError(f"cannot reset envs {sorted(busy)}: they are stepping; receive their results first")
+        if self.waiting_id:
+            raise RuntimeError(
+                f"a reset of envs {ids.tolist()} that have not just finished an episode needs every env received "
+                f"first (envs {self.waiting_id} are stepping)"
+            )
+        for i in ids.tolist():
+            self._reset_obs.pop(i, None)
+        self.env.async_reset(seed, env_id=ids)
+        obs, _, _, _, env_id, _ = self._gather(len(ids))
+        row = np.empty(self.env_num, dtype=np.intp)
+        row[env_id] = np.arange(len(env_id))
+        return obs[row[ids]]
+
+    def _empty(self) -> tuple[np.ndarray, ...]:
+        shape = self.env.single_observation_space.shape
+        return (
+            np.empty((0, *shape), dtype=self.env.single_observation_space.dtype),
+            np.empty(0, dtype=np.float32),
+            np.empty(0, dtype=np.bool_),
+            np.empty(0, dtype=np.bool_),
+            _object_array([]),
+        )
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def tianshou_venv(env_id: Any, num_envs: int | None = None, *, batch_size: int | None = None,
+                  **kwargs: Any) -> TianshouVectorEnv:
+    """A Tianshou vector env of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s
+    arguments, ``batch_size=k`` standing for Tianshou's ``wait_num=k``.
+
+    >>> envs = fastvec.tianshou_venv("CartPole-v1", 4, seed=0)
+    >>> obs, info = envs.reset()
+    >>> obs, rew, terminated, truncated, info = envs.step(np.zeros(4, dtype=int))
+    """
+    mode = kwargs.pop("autoreset_mode", "same_step")
+    if mode not in ("same_step", "disabled"):
+        raise ValueError(f"Tianshou resets finished envs itself: autoreset_mode must not be {mode!r}")
+    args = (env_id,) if num_envs is None else (env_id, num_envs)
+    probe_n = num_envs if num_envs is not None else (len(env_id) if isinstance(env_id, Sequence) and
+                                                     not isinstance(env_id, str) else None)
+    if batch_size is not None and probe_n is not None and batch_size >= probe_n:
+        batch_size = None
+    if batch_size is None:
+        # Tianshou sync: the pool is async one short of all envs, so any subset can be stepped.
+        pool_batch = None if probe_n is None or probe_n == 1 else probe_n - 1
+        env = make(*args, batch_size=pool_batch, autoreset_mode="same_step", **kwargs)
+        return TianshouVectorEnv(env)
+    env = make(*args, batch_size=batch_size, autoreset_mode="same_step", **kwargs)
+    return TianshouVectorEnv(env, wait_num=batch_size)

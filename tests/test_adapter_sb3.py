@@ -1,0 +1,291 @@
+"""fastvec.sb3_vec against Stable-Baselines3's VecEnv contract: the checks SB3's
+own tests/test_vec_envs.py makes of DummyVecEnv and SubprocVecEnv, ported to
+native envs, step-for-step agreement with DummyVecEnv, the wrappers, and a
+PPO run that solves CartPole."""
+
+from __future__ import annotations
+
+import time
+import types
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+
+sb3 = pytest.importorskip("stable_baselines3")
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import (  # noqa: E402
+    DummyVecEnv,
+    VecCheckNan,
+    VecEnv,
+    VecFrameStack,
+    VecMonitor,
+    VecNormalize,
+)
+
+from fastvec.adapters.sb3 import SB3VecEnv  # noqa: E402
+
+N_ENVS = 3
+WRAPPERS = [None, VecNormalize, VecFrameStack]
+
+
+def wrap(env, wrapper):
+    if wrapper is VecFrameStack:
+        return VecFrameStack(env, n_stack=2)
+    if wrapper is VecNormalize:
+        return VecNormalize(env)
+    return env
+
+
+def debug(num_envs=N_ENVS, **kw):
+    """obs = [steps since reset, last action], reward = action."""
+    return fastvec.sb3_vec("_Debug-v0", num_envs, seed=0, **kw)
+
+
+def test_is_a_vecenv_with_the_per_env_spaces():
+    env = fastvec.sb3_vec("CartPole-v1", 4, seed=0)
+    assert isinstance(env, VecEnv)
+    assert env.num_envs == 4
+    assert env.observation_space == gym.make("CartPole-v1").observation_space
+    assert env.action_space == gym.spaces.Discrete(2)
+    assert env.render_mode is None
+    assert env.reset_infos == [{}] * 4
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", fastvec.list_envs())
+def test_observations_in_space_and_dtypes(env_id):
+    env = fastvec.sb3_vec(env_id, N_ENVS, seed=0)
+    env.action_space.seed(0)
+    obs = env.reset()
+    assert obs.shape == (N_ENVS, *env.observation_space.shape) and obs.dtype == env.observation_space.dtype
+    for _ in range(300):
+        actions = [env.action_space.sample() for _ in range(N_ENVS)]  # SB3's tests pass a list
+        obs, rewards, dones, infos = env.step(actions)
+        assert all(env.observation_space.contains(o) for o in obs)
+        assert rewards.dtype == np.float32 and rewards.shape == (N_ENVS,)
+        assert dones.dtype == np.bool_ and dones.shape == (N_ENVS,)
+        assert isinstance(infos, list) and len(infos) == N_ENVS and all(isinstance(i, dict) for i in infos)
+    env.close()
+
+
+@pytest.mark.parametrize("wrapper", WRAPPERS)
+@pytest.mark.parametrize("limit", ["terminated", "truncated"])
+def test_terminal_observation(wrapper, limit):
+    """SB3's test_vecenv_terminal_obs: the terminal obs is in the info, the
+    returned obs is the next episode's first; with and without wrappers."""
+    kw = {"episode_length": 5} if limit == "terminated" else {"max_episode_steps": 5}
+    env = wrap(debug(**kw), wrapper)
+    counts = slice(None, None, 2)  # the step-count columns (one per stacked frame)
+    prev = env.reset()
+    for step in range(1, 11):
+        obs, rewards, dones, infos = env.step(np.zeros(N_ENVS, dtype=np.int64))
+        assert len(obs) == len(dones) == len(infos) == N_ENVS
+        for p, o, done, info in zip(prev, obs, dones, infos, strict=True):
+            assert done == (step % 5 == 0)
+            if not done:
+                assert "terminal_observation" not in info and info == {}
+                continue
+            term = info["terminal_observation"]
+            assert np.all(p[counts] < term[counts]) and np.all(o[counts] < p[counts])
+            assert info["TimeLimit.truncated"] == (limit == "truncated")
+            assert info["episode"]["l"] == 5 and info["episode"]["r"] == 0.0
+            if wrapper is not VecNormalize:
+                np.testing.assert_array_equal(p[counts] + 1, term[counts])
+                assert np.all(o[counts][-1:] == 0)
+        prev = obs
+    env.close()
+
+
+def test_same_trajectory_as_dummy_vec_env():
+    """Seeded the same way, fastvec and DummyVecEnv over gymnasium's CartPole agree
+    step for step: observations, rewards, dones, terminal observations, flags."""
+    n = 4
+    ours = fastvec.sb3_vec("CartPole-v1", n, monitor=False)
+    ref = DummyVecEnv([lambda: gym.make("CartPole-v1") for _ in range(n)])
+    assert ours.seed(7) == ref.seed(7)
+    np.testing.assert_allclose(ours.reset(), ref.reset(), atol=1e-6)
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(300):
+        actions = rng.integers(0, 2, n)
+        o1, r1, d1, i1 = ours.step(actions)
+        o2, r2, d2, i2 = ref.step(actions)
+        np.testing.assert_allclose(o1, o2, atol=1e-5)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(d1, d2)
+        for a, b in zip(i1, i2, strict=True):
+            if "terminal_observation" not in b:
+                assert a == {}  # DummyVecEnv adds "TimeLimit.truncated": False everywhere; SB3 reads it with .get
+            else:
+                assert a.keys() == b.keys()
+                finished += 1
+                np.testing.assert_allclose(a["terminal_observation"], b["terminal_observation"], atol=1e-5)
+                assert a["TimeLimit.truncated"] == b["TimeLimit.truncated"]
+    assert finished > 10
+
+
+def test_custom_calls():
+    """SB3's test_vecenv_custom_calls, for envs without a Python object: shared
+    attributes are answered, per-env state cannot be set or called."""
+    env = VecFrameStack(fastvec.sb3_vec("CartPole-v1", N_ENVS, seed=0), n_stack=2)
+    assert env.get_attr("render_mode") == [None] * N_ENVS
+    assert env.get_attr("action_space", indices=[0, 2]) == [gym.spaces.Discrete(2)] * 2
+    assert env.get_attr("observation_space", indices=-1)[0].shape == (4,)
+    assert env.has_attr("render_mode") and not env.has_attr("current_step")
+    with pytest.raises(AttributeError, match="current_step"):
+        env.set_attr("current_step", 1, indices=0)
+    with pytest.raises(AttributeError, match="custom_method"):
+        env.env_method("custom_method", 1, dim_1=2)
+    with pytest.raises(IndexError):
+        env.get_attr("render_mode", indices=[N_ENVS])
+    env.close()
+
+
+def test_render_says_there_is_nothing_to_render():
+    env = fastvec.sb3_vec("CartPole-v1", N_ENVS, seed=0)
+    env.reset()
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+    with pytest.warns(UserWarning):
+        assert env.render(mode="rgb_array") is None
+    with pytest.raises(NotImplementedError, match="render"):
+        env.get_images()
+
+
+def test_env_is_wrapped_reports_the_builtin_monitor():
+    assert fastvec.sb3_vec("CartPole-v1", 2, seed=0).env_is_wrapped(Monitor) == [True, True]
+    assert fastvec.sb3_vec("CartPole-v1", 2, seed=0, monitor=False).env_is_wrapped(Monitor) == [False, False]
+    stacked = VecFrameStack(fastvec.sb3_vec("CartPole-v1", 2, seed=0), n_stack=2)
+    assert stacked.env_is_wrapped(Monitor, indices=[1]) == [True]
+    assert stacked.env_is_wrapped(gym.wrappers.TimeLimit) == [False, False]
+
+
+def test_seeding():
+    """SB3's test_vec_seeding and test_backward_compat_seed: seed() without an
+    argument still gives every env its own seed; the same seed, the same start."""
+    env = fastvec.sb3_vec("CartPole-v1", N_ENVS)
+    env.seed()
+    obs = env.reset()
+    _, rewards, _, _ = env.step(np.ones(N_ENVS, dtype=np.int64))
+    assert not np.allclose(obs[0], obs[1]) and not np.allclose(obs[1], obs[2])
+    assert env.seed(3) == [3, 4, 5]
+    first = env.reset()
+    env.step(np.ones(N_ENVS, dtype=np.int64))
+    env.seed(3)
+    np.testing.assert_array_equal(env.reset(), first)
+    assert env._seeds == [None] * N_ENVS  # reset() consumed the staged seeds
+    assert not np.array_equal(env.reset(), first)
+
+
+def test_reset_consumes_options():
+    env = fastvec.sb3_vec("CartPole-v1", N_ENVS, seed=0)
+    env.set_options({})
+    env.reset()
+    env.set_options({"low": -0.1})
+    with pytest.raises(ValueError, match="reset options"):
+        env.reset()
+    assert env._options == [{}] * N_ENVS
+    env.reset()
+
+
+def test_fresh_arrays_and_infos_that_do_not_alias():
+    """Returned arrays are never overwritten by later steps; wrappers may rewrite
+    the infos (VecNormalize replaces terminal_observation) without side effects."""
+    env = debug(2, episode_length=2)
+    obs0 = env.reset()
+    kept = obs0.copy()
+    obs1, rew1, done1, info1 = env.step([1, 2])
+    obs2, rew2, done2, info2 = env.step([3, 3])
+    np.testing.assert_array_equal(obs0, kept)
+    assert not np.shares_memory(obs1, obs2) and not np.shares_memory(rew1, rew2)
+    np.testing.assert_array_equal(obs1, [[1, 1], [1, 2]])
+    assert done2.all() and info2[0] is not info2[1]
+    term = info2[0]["terminal_observation"].copy()
+    info2[0]["terminal_observation"] *= 0  # what an in-place wrapper might do
+    np.testing.assert_array_equal(info2[1]["terminal_observation"], [2, 3])
+    np.testing.assert_array_equal(term, [2, 3])
+    np.testing.assert_array_equal(obs2, [[0, 0], [0, 0]])
+
+
+def test_actions_may_be_a_list_and_step_is_async_then_wait():
+    env = debug(2)
+    env.reset()
+    env.step_async([2, 3])
+    obs, *_ = env.step_wait()
+    np.testing.assert_array_equal(obs[:, 1], [2, 3])
+    with pytest.raises(RuntimeError, match="step_async"):
+        env.step_wait()
+
+
+def test_continuous_actions():
+    env = fastvec.sb3_vec("Pendulum-v1", 2, seed=0)
+    env.reset()
+    obs, rewards, dones, infos = env.step(np.array([[1.0], [-1.0]], dtype=np.float32))
+    assert obs.shape == (2, 3) and rewards.dtype == np.float32
+
+
+@pytest.mark.parametrize("wrapper", [VecMonitor, VecNormalize, VecFrameStack, VecCheckNan])
+def test_works_under_wrappers(wrapper):
+    env = fastvec.sb3_vec("CartPole-v1", 4, seed=0, monitor=False)
+    env = VecFrameStack(env, n_stack=3) if wrapper is VecFrameStack else wrapper(env)
+    env.reset()
+    episodes = 0
+    for _ in range(100):
+        obs, rewards, dones, infos = env.step(np.ones(4, dtype=np.int64))
+        for done, info in zip(dones, infos, strict=True):
+            if done:
+                episodes += 1
+                assert "terminal_observation" in info
+                if wrapper is VecMonitor:
+                    assert info["episode"]["l"] > 0
+    assert episodes >= 4
+    env.close()
+
+
+def test_vec_monitor_over_the_builtin_monitor_warns_as_sb3_does():
+    with pytest.warns(UserWarning, match="already wrapped with a `Monitor`"):
+        VecMonitor(fastvec.sb3_vec("CartPole-v1", 2, seed=0))
+
+
+def test_refuses_what_sb3_cannot_use():
+    with pytest.raises(ValueError, match="same_step"):
+        fastvec.sb3_vec("CartPole-v1", 2, autoreset_mode="next_step")
+    with pytest.raises(ValueError, match="batch_size"):
+        fastvec.sb3_vec("CartPole-v1", 4, batch_size=2)
+    nested = gym.spaces.Dict({"a": gym.spaces.Dict({"b": gym.spaces.Discrete(2)})})
+    fake = types.SimpleNamespace(
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, batch_size=2, num_envs=2,
+        single_observation_space=nested, single_action_space=gym.spaces.Discrete(2),
+    )
+    with pytest.raises(NotImplementedError):
+        SB3VecEnv(fake)
+
+
+def test_ppo_solves_cartpole():
+    """PPO (rl-zoo's CartPole hyperparameters) reaches the reward threshold, 475,
+    within 100k steps; fastvec's monitor feeds SB3's episode statistics."""
+    torch = pytest.importorskip("torch")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    torch.set_num_threads(1)
+    env = fastvec.sb3_vec("CartPole-v1", 8, seed=0)
+    eval_env = fastvec.sb3_vec("CartPole-v1", 10, seed=123)
+    model = PPO(
+        "MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
+        learning_rate=lambda f: f * 1e-3, clip_range=lambda f: f * 0.2, policy_kwargs={"net_arch": [64, 64]},
+        seed=0, device="cpu",
+    )
+    start, best = time.time(), -np.inf
+    while model.num_timesteps < 100_000 and best < 475:
+        model.learn(10_000, reset_num_timesteps=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # evaluate_policy warns when it cannot find Monitor's statistics
+            best, _ = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+    assert best >= 475, f"mean return {best} after {model.num_timesteps} steps"
+    assert len(model.ep_info_buffer) > 0  # episode statistics reached SB3's logger
+    print(f"PPO solved CartPole in {model.num_timesteps} steps, {time.time() - start:.1f} s")

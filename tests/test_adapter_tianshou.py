@@ -1,0 +1,228 @@
+"""fastvec.tianshou_venv against Tianshou's vector-env protocol: the behaviour
+Tianshou's own env tests check of its vector envs (results and formats equal
+to DummyVectorEnv's, env ids, async partial steps, resets of chosen envs), the
+Collector and AsyncCollector, and a PPO run that solves CartPole."""
+
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+
+tianshou = pytest.importorskip("tianshou")
+torch = pytest.importorskip("torch")
+from tianshou.algorithm.algorithm_base import Policy  # noqa: E402
+from tianshou.data import AsyncCollector, Batch, Collector, CollectStats, VectorReplayBuffer  # noqa: E402
+from tianshou.env import DummyVectorEnv  # noqa: E402
+
+
+def debug(num_envs=4, **kw):
+    """obs = [steps since reset, last action], reward = action."""
+    return fastvec.tianshou_venv("_Debug-v0", num_envs, seed=0, **kw)
+
+
+def assert_same_step(ours, ref):
+    for a, b in zip(ours[:4], ref[:4], strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert ours[4].dtype == object and [i["env_id"] for i in ours[4]] == [i["env_id"] for i in ref[4]]
+
+
+def test_protocol_attributes():
+    envs = fastvec.tianshou_venv("CartPole-v1", 4, seed=0)
+    assert len(envs) == envs.env_num == 4 and not envs.is_async
+    assert envs.action_space == [gym.spaces.Discrete(2)] * 4
+    assert all(s.shape == (4,) for s in envs.observation_space)
+    assert envs.get_env_attr("action_space", 2) == [gym.spaces.Discrete(2)]
+    assert envs.get_env_attr("render_mode", [0, 3]) == [None, None]
+    with pytest.raises(AttributeError, match="Python env object"):
+        envs.get_env_attr("gravity")
+    with pytest.raises(AttributeError, match="cannot set"):
+        envs.set_env_attr("gravity", 1.0)
+    with pytest.raises(NotImplementedError, match="render"):
+        envs.render()
+    envs.close()
+    envs.close()  # idempotent
+    with pytest.raises(RuntimeError, match="after close"):
+        envs.reset()
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_same_results_as_dummy_vector_env(partial):
+    """Seeded alike, fastvec and DummyVectorEnv over gymnasium's CartPole return
+    the same arrays in the same formats, for full and partial steps and for
+    the resets of finished envs the Collector asks for."""
+    n = 5
+    ours = fastvec.tianshou_venv("CartPole-v1", n)
+    ref = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(n)])
+    assert ours.seed(3) == ref.seed(3)
+    o1, i1 = ours.reset()
+    o2, i2 = ref.reset()
+    np.testing.assert_allclose(o1, o2, atol=1e-6)
+    assert i1.dtype == i2.dtype == object and list(i1) == list(i2) == [{}] * n
+    rng = np.random.default_rng(0)
+    resets = 0
+    for _ in range(400):
+        ids = np.sort(rng.choice(n, size=rng.integers(1, n + 1), replace=False)) if partial else np.arange(n)
+        if partial:
+            ids = rng.permutation(ids)  # results come back in the order asked for
+        actions = rng.integers(0, 2, len(ids))
+        r1, r2 = ours.step(actions, ids), ref.step(actions, ids)
+        assert_same_step(r1, r2)
+        done = ids[r1[2] | r1[3]]
+        if len(done):
+            resets += len(done)
+            o1, i1 = ours.reset(env_id=done)
+            o2, i2 = ref.reset(env_id=done)
+            np.testing.assert_allclose(o1, o2, atol=1e-6)
+            assert list(i1) == list(i2)
+    assert resets > 5
+
+
+def test_reset_of_chosen_envs():
+    envs = debug(4)
+    envs.reset()
+    obs, _, _, _, info = envs.step([1, 2, 3], [0, 1, 3])
+    np.testing.assert_array_equal(obs, [[1, 1], [1, 2], [1, 3]])
+    obs, info = envs.reset(env_id=[3, 1])
+    np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
+    obs, *_ = envs.step([0, 0, 0, 0])
+    np.testing.assert_array_equal(obs[:, 0], [2, 1, 1, 1])
+    obs, _ = envs.reset(env_id=2)
+    assert obs.shape == (1, 2)
+    with pytest.raises(TypeError, match="unexpected"):
+        envs.reset(env_id=[0], foo=1)
+
+
+def test_partial_reset_with_seeds_matches_gymnasium():
+    envs = fastvec.tianshou_venv("CartPole-v1", 3, seed=0)
+    envs.reset()
+    obs, _ = envs.reset(env_id=[2, 0], seed=[11, 12])
+    np.testing.assert_allclose(obs[0], gym.make("CartPole-v1").reset(seed=11)[0], atol=1e-6)
+    np.testing.assert_allclose(obs[1], gym.make("CartPole-v1").reset(seed=12)[0], atol=1e-6)
+    with pytest.raises(ValueError, match="list of seeds"):
+        envs.reset(env_id=[1], seed=5)
+
+
+def test_terminal_obs_is_returned_and_reset_gives_the_next_episode():
+    envs = debug(2, episode_length=3)
+    envs.reset()
+    for _ in range(3):
+        obs, rew, term, trunc, info = envs.step([1, 2])
+    np.testing.assert_array_equal(obs, [[3, 1], [3, 2]])  # not reset automatically
+    assert term.all() and not trunc.any() and rew.tolist() == [1, 2]
+    obs, _ = envs.reset(env_id=[0, 1])
+    np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
+    obs, *_ = envs.step([3, 3])
+    np.testing.assert_array_equal(obs, [[1, 3], [1, 3]])
+
+
+def test_async_steps_return_wait_num_envs_with_their_ids():
+    """Tianshou's test_async_env: with wait_num, step returns the envs that
+    finished (each env's own result, env_id in its info) and the rest later."""
+    envs = debug(6, batch_size=2, sleep_us=200, num_threads=2)
+    assert envs.is_async and envs.wait_num == 2
+    envs.reset()
+    steps = np.zeros(6, dtype=int)
+    ready = np.arange(6)
+    for _ in range(60):
+        obs, rew, term, trunc, info = envs.step(ready % 4, ready)
+        ids = np.array([i["env_id"] for i in info])
+        assert len(ids) == 2 and info.dtype == object
+        steps[ids] += 1
+        np.testing.assert_array_equal(obs[:, 0], steps[ids])
+        np.testing.assert_array_equal(obs[:, 1], ids % 4)
+        np.testing.assert_array_equal(rew, ids % 4)
+        assert sorted(envs.waiting_id + envs.ready_id) == list(range(6))
+        assert set(ids) <= set(envs.ready_id)
+        with pytest.raises(RuntimeError, match="stepping"):
+            envs.reset(env_id=envs.waiting_id[:1])
+        ready = ids
+    assert steps.min() > 0
+    while envs.waiting_id:  # step(None) receives what is still in flight
+        _, _, _, _, info = envs.step(None)
+        assert 1 <= len(info) <= 2
+    assert sorted(envs.ready_id) == list(range(6))
+
+
+def test_async_reset_of_finished_envs_while_others_step():
+    envs = debug(4, batch_size=1, episode_length=2)
+    envs.reset()
+    ready, seen = np.arange(4), 0
+    for _ in range(40):
+        obs, _, term, _, info = envs.step(np.ones(len(ready), dtype=int), ready)
+        ready = np.array([i["env_id"] for i in info])
+        if term.any():
+            seen += 1
+            np.testing.assert_array_equal(obs[:, 0], [2])
+            obs, _ = envs.reset(env_id=ready)
+            np.testing.assert_array_equal(obs, [[0, 0]])
+    assert seen >= 10
+
+
+class _FirstAction(Policy):
+    """Always action 0. With a policy entry and a hidden state: Tianshou 2.0.1's
+    AsyncCollector indexes both and fails without them, over its own vector envs too."""
+
+    def forward(self, batch, state=None, **kwargs):
+        n = len(batch.obs)
+        return Batch(act=np.zeros(n, dtype=np.int64), policy=Batch(tag=np.zeros(n)), state=np.zeros((n, 1)))
+
+
+@pytest.mark.parametrize("collector", ["sync", "async"])
+def test_collectors_take_it_as_a_vector_env(collector):
+    if collector == "async":
+        envs = fastvec.tianshou_venv("CartPole-v1", 8, batch_size=3, seed=0)
+        with pytest.warns(UserWarning, match="async"):
+            c = AsyncCollector(_FirstAction(gym.spaces.Discrete(2)), envs, VectorReplayBuffer(4000, 8))
+    else:
+        envs = fastvec.tianshou_venv("CartPole-v1", 8, seed=0)
+        c = Collector[CollectStats](_FirstAction(gym.spaces.Discrete(2)), envs, VectorReplayBuffer(4000, 8))
+    c.reset()
+    stats = c.collect(n_step=800)
+    assert stats.n_collected_steps >= 800 and stats.n_collected_episodes > 20
+    # Always pushing left ends CartPole in 8 to 11 steps; return == length.
+    assert np.all((stats.lens >= 8) & (stats.lens <= 11)) and np.array_equal(stats.returns, stats.lens)
+    stats = c.collect(n_episode=10)  # the sync Collector steps fewer envs as episodes complete
+    assert stats.n_collected_episodes >= 10
+    c.reset()
+
+
+def test_ppo_solves_cartpole():
+    """Tianshou 2.x PPO (its own CartPole test's settings) reaches 475 within 50k steps."""
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.trainer import OnPolicyTrainerParams
+    from tianshou.utils.net.common import ActorCritic, Net
+    from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    np.random.seed(0)
+    train_envs = fastvec.tianshou_venv("CartPole-v1", 8, seed=0)
+    test_envs = fastvec.tianshou_venv("CartPole-v1", 10, seed=1)
+    net = Net(state_shape=(4,), hidden_sizes=[64, 64])
+    actor, critic = DiscreteActor(preprocess_net=net, action_shape=2), DiscreteCritic(preprocess_net=net)
+    for m in ActorCritic(actor, critic).modules():
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.orthogonal_(m.weight)
+            torch.nn.init.zeros_(m.bias)
+    policy = DiscreteActorPolicy(actor=actor, dist_fn=torch.distributions.Categorical,
+                                 action_space=gym.spaces.Discrete(2), deterministic_eval=True)
+    algo = PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=3e-4), gamma=0.99, max_grad_norm=0.5,
+               eps_clip=0.2, vf_coef=0.5, ent_coef=0.0, gae_lambda=0.95)
+    start = time.time()
+    result = algo.run_training(OnPolicyTrainerParams(
+        training_collector=Collector[CollectStats](algo, train_envs, VectorReplayBuffer(20000, 8)),
+        test_collector=Collector[CollectStats](algo, test_envs),
+        max_epochs=5, epoch_num_steps=10_000, update_step_num_repetitions=10, test_step_num_episodes=10,
+        batch_size=64, collection_step_num_env_steps=2000, stop_fn=lambda r: r >= 475,
+        show_progress=False, verbose=False,
+    ))
+    assert result.best_reward >= 475, result
+    print(f"Tianshou PPO solved CartPole in {result.train_step} steps, {time.time() - start:.1f} s")
