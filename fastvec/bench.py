@@ -334,20 +334,25 @@ def _machine_user_cpu() -> float | None:
     return (int(fields[1]) + int(fields[2])) / os.sysconf("SC_CLK_TCK")
 
 
-def _live_children_user_cpu() -> float:
-    """User-space CPU seconds used so far by this process's live children (the workers of open envs)."""
-    me, hz, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0.0
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """(pid, fields of /proc/pid/stat after the command name) for every live process.
+
+    Fields, 0-based: 1 the parent's pid, 11 the user time in ticks, 21 the resident pages.
+    """
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                yield int(name), f.read().rsplit(")", 1)[1].split()
         except OSError:  # gone meanwhile
             continue
-        if int(fields[1]) == me:  # fields[1] is the ppid, fields[11] the utime
-            total += int(fields[11]) / hz
-    return total
+
+
+def _live_children_user_cpu() -> float:
+    """User-space CPU seconds used so far by this process's live children (the workers of open envs)."""
+    me, hz = os.getpid(), os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[11]) / hz for _, fields in _processes() if int(fields[1]) == me)
 
 
 def _own_user_cpu() -> float:
@@ -636,15 +641,7 @@ def tree_rss(root: int) -> int:
     """Resident memory of a process and all its descendants, summed (shared pages count once per process)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(name)
+    for pid, fields in _processes():
         children.setdefault(int(fields[1]), []).append(pid)
         rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
     total, todo = 0, [root]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 
@@ -14,3 +15,35 @@ def pytest_runtest_makereport(item, call):
     if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, which must run every test: {report.longrepr}"
+
+
+def _check_results_kept(env, steps: int) -> None:
+    """Steps ``env`` (8 envs; sync, or async with batch_size 4), keeps every result, steps as much again,
+    and asserts that no array it returned earlier changed: results belong to the caller."""
+
+    def run(action: int) -> list:
+        out = []
+        for _ in range(steps):
+            if env.batch_size == env.num_envs:
+                out.append(env.step(np.full(env.num_envs, action, dtype=np.int64)))
+            else:
+                r = env.recv()
+                out.append(r)
+                env.send(np.full(env.batch_size, action, dtype=np.int64), r[4]["env_id"])
+        return out
+
+    if env.batch_size == env.num_envs:
+        env.reset()
+    else:
+        env.async_reset()
+    results = run(1)
+    snapshots = [[np.copy(x) for x in (*r[:4], r[4]["env_id"])] for r in results]
+    run(0)
+    for r, snap in zip(results, snapshots, strict=True):
+        for got, want in zip((*r[:4], r[4]["env_id"]), snap, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.fixture
+def check_results_kept():
+    return _check_results_kept

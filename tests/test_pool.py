@@ -249,28 +249,9 @@ def test_cartpole_episode_return_is_the_sum_of_rewards():
 
 
 @pytest.mark.parametrize("batch_size", [8, 4])
-def test_returned_arrays_are_never_overwritten(batch_size):
+def test_returned_arrays_are_never_overwritten(batch_size, check_results_kept):
     env = fastvec.make("CartPole-v1", 8, batch_size=batch_size, seed=0, block_size=4)
-    if batch_size == 8:
-        env.reset()
-        results = [env.step(np.ones(8, dtype=np.int64)) for _ in range(30)]
-    else:
-        env.async_reset()
-        results = []
-        for _ in range(30):
-            r = env.recv()
-            results.append(r)
-            env.send(np.ones(4, dtype=np.int64), r[4]["env_id"])
-    snapshots = [[np.copy(x) for x in r[:4]] + [np.copy(r[4]["env_id"])] for r in results]
-    for _ in range(30):
-        if batch_size == 8:
-            env.step(np.zeros(8, dtype=np.int64))
-        else:
-            r = env.recv()
-            env.send(np.zeros(4, dtype=np.int64), r[4]["env_id"])
-    for r, snap in zip(results, snapshots, strict=True):
-        for got, want in zip([*r[:4], r[4]["env_id"]], snap, strict=True):
-            np.testing.assert_array_equal(got, want)
+    check_results_kept(env, 30)
 
 
 def test_buffers_are_recycled_once_released():

@@ -338,29 +338,9 @@ def test_seeding():
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("batch_size", [8, 4])
-def test_returned_arrays_are_never_overwritten(batch_size):
+def test_returned_arrays_are_never_overwritten(batch_size, check_results_kept):
     env = fastvec.make(lambda: gym.make("CartPole-v1"), 8, batch_size=batch_size, seed=0, start_method="fork")
-    results = []
-    if batch_size == 8:
-        env.reset()
-        for _ in range(20):
-            results.append(env.step(np.ones(8, dtype=np.int64)))
-    else:
-        env.async_reset()
-        for _ in range(20):
-            r = env.recv()
-            results.append(r)
-            env.send(np.ones(4, dtype=np.int64), r[4]["env_id"])
-    snapshots = [[np.copy(x) for x in r[:4]] + [np.copy(r[4]["env_id"])] for r in results]
-    for _ in range(20):
-        if batch_size == 8:
-            env.step(np.zeros(8, dtype=np.int64))
-        else:
-            r = env.recv()
-            env.send(np.zeros(4, dtype=np.int64), r[4]["env_id"])
-    for r, snap in zip(results, snapshots, strict=True):
-        for got, want in zip([*r[:4], r[4]["env_id"]], snap, strict=True):
-            np.testing.assert_array_equal(got, want)
+    check_results_kept(env, 20)
     env.close()
 
 
