@@ -349,10 +349,27 @@ def _processes() -> Iterator[tuple[int, list[str]]]:
             continue
 
 
+def _tree(root: int) -> list[tuple[int, list[str]]]:
+    """``_processes()`` of ``root`` and all its live descendants."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for pid, fields in _processes():
+        children.setdefault(int(fields[1]), []).append(pid)
+        stats[pid] = fields
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            out.append((pid, stats[pid]))
+        todo.extend(children.get(pid, []))
+    return out
+
+
 def _live_children_user_cpu() -> float:
-    """User-space CPU seconds used so far by this process's live children (the workers of open envs)."""
+    """User-space CPU seconds used so far by this process's live descendants (the workers of open envs,
+    also those a forkserver started)."""
     me, hz = os.getpid(), os.sysconf("SC_CLK_TCK")
-    return sum(int(fields[11]) / hz for _, fields in _processes() if int(fields[1]) == me)
+    return sum(int(fields[11]) / hz for pid, fields in _tree(me) if pid != me)
 
 
 def _own_user_cpu() -> float:
@@ -639,17 +656,7 @@ def _memory_probe(key: str, env_id: str, num_envs: int) -> None:
 
 def tree_rss(root: int) -> int:
     """Resident memory of a process and all its descendants, summed (shared pages count once per process)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for pid, fields in _processes():
-        children.setdefault(int(fields[1]), []).append(pid)
-        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo.extend(children.get(pid, []))
-    return total
+    return sum(int(fields[21]) for _, fields in _tree(root)) * os.sysconf("SC_PAGE_SIZE")
 
 
 def peak_memory(c: Contender, env_id: str, num_envs: int, max_processes: int) -> tuple[float | None, str]:

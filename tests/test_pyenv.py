@@ -539,3 +539,28 @@ def test_interpreter_exit_without_close_leaves_nothing_behind(ending, tmp_path):
         time.sleep(0.05)
     assert all(worker_is_gone(p) for p in pids)
     assert set(os.listdir("/dev/shm")) <= before
+
+
+@pytest.mark.timeout(60)
+def test_pool_works_when_file_descriptors_exceed_1024():
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1400
+    assert hard == resource.RLIM_INFINITY or hard >= want, f"the test needs {want} file descriptors, hard limit {hard}"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    held = []
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        held = [os.dup(null) for _ in range(1100)]  # what other pools or subprocesses may hold
+        held.append(null)
+        env = fastvec.make(lambda: gym.make("CartPole-v1"), 4, seed=0, start_method="fork")
+        env.reset()
+        for _ in range(20):
+            obs, *_ = env.step(np.zeros(4, dtype=np.int64))
+        assert obs.shape == (4, 4)
+        env.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

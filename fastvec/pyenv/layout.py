@@ -10,6 +10,7 @@ rows of a batch out into fresh arrays that then belong to the caller.
 from __future__ import annotations
 
 import math
+import select
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -162,3 +163,15 @@ class Buffers:
 
 def _aligned(offset: int) -> int:
     return (offset + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def wait_readable(fds: list[int], timeout: float) -> set[int]:
+    """The fds among ``fds`` that are readable (or hung up) within ``timeout`` seconds.
+
+    poll, not select: select.select refuses file descriptors numbered 1024 or more, which a
+    process that also runs other pools (or many subprocesses) reaches.
+    """
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return {fd for fd, _ in poller.poll(max(0, int(timeout * 1000)))}

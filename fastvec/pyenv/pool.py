@@ -13,7 +13,6 @@ from __future__ import annotations
 import mmap
 import multiprocessing as mp
 import os
-import select
 import time
 import weakref
 from collections import deque
@@ -37,6 +36,7 @@ from fastvec.pyenv.layout import (
     flatten,
     leaves,
     unflatten,
+    wait_readable,
 )
 
 _MODES = {
@@ -645,7 +645,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
     def _block(self) -> None:
         """Sleeps until a worker reports something (a result, a message, its death) or a timeout."""
         fds = [self._done_fd, *self._sentinels, *(c.fileno() for c in self._sides)]
-        ready, _, _ = select.select(fds, [], [], _POLL_SECONDS)
+        ready = wait_readable(fds, _POLL_SECONDS)
         if self._done_fd in ready:
             try:
                 os.read(self._done_fd, 65536)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import select
 import signal
 import time
 import traceback
@@ -40,6 +39,7 @@ from fastvec.pyenv.layout import (
     Layout,
     flatten,
     unflatten,
+    wait_readable,
 )
 
 SPIN_SECONDS = 50e-6  # how long a worker polls for the next request before it blocks
@@ -162,7 +162,7 @@ class _Worker:
         while ctrl[REQ_HEAD] == tail:
             if ctrl[SHUTDOWN]:
                 return False
-            ready, _, _ = select.select(fds, [], [], 1.0)
+            ready = wait_readable(fds, 1.0)
             if self.parent_sentinel in ready:
                 return False  # the parent died: nobody will ever ask again
             if self.wake_fd in ready:
