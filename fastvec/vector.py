@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,42 +12,20 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastvec import _core
+from fastvec._args import (
+    MODES,
+    autoreset_mode_name,
+    available_cores,
+    check_int,
+    check_seed,
+    is_int_seed,
+    partial_reset_ids,
+    reset_options,
+)
 from fastvec.registry import EnvEntry, lookup
 
 if TYPE_CHECKING:
     from fastvec.pyenv import PyVectorEnv
-
-_MODES = {
-    "next_step": AutoresetMode.NEXT_STEP,
-    "same_step": AutoresetMode.SAME_STEP,
-    "disabled": AutoresetMode.DISABLED,
-}
-_MAX_SEED = 2**64
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return int(value)
-
-
-def _check_seed(name: str, seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"{name} must be an int or None, got {type(seed).__name__} {seed!r}")
-    if not 0 <= seed < _MAX_SEED:
-        raise ValueError(f"{name} must be in [0, 2**64), got {seed}")
-    return int(seed)
-
 
 def make(
     env_id: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
@@ -88,33 +65,30 @@ def make(
         return pyenv.make(env_id, num_envs, batch_size=batch_size, seed=seed, autoreset_mode=autoreset_mode,
                           max_episode_steps=max_episode_steps, **env_kwargs)
     entry = lookup(env_id)
-    num_envs = _check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
-    batch_size = num_envs if batch_size is None else _check_int("batch_size", batch_size, 1, num_envs)
+    num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
+    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
     if num_threads is None:
-        num_threads = max(1, min(_available_cores(), num_envs))
-    num_threads = _check_int("num_threads", num_threads, 1, 1024)
+        num_threads = max(1, min(available_cores(), num_envs))
+    num_threads = check_int("num_threads", num_threads, 1, 1024)
     if block_size is not None:
-        block_size = _check_int("block_size", block_size, 1, num_envs)
+        block_size = check_int("block_size", block_size, 1, num_envs)
         if num_envs % block_size or batch_size % block_size:
             raise ValueError(
                 f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
             )
-    if isinstance(autoreset_mode, AutoresetMode):
-        autoreset_mode = {m: name for name, m in _MODES.items()}[autoreset_mode]
-    if autoreset_mode not in _MODES:
-        raise ValueError(f"autoreset_mode must be one of {sorted(_MODES)}, got {autoreset_mode!r}")
+    autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps or 0
     else:
-        max_episode_steps = _check_int("max_episode_steps", max_episode_steps, 1)
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
     options = _env_options(entry, env_kwargs)
     seeded = seed is not None
-    seed = _check_seed("seed", seed) if seeded else secrets.randbits(64)
+    seed = check_seed("seed", seed) if seeded else secrets.randbits(64)
     pool = _core.Pool(
         entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, autoreset_mode,
         seed, options,
     )
-    return VectorEnv(pool, entry, _MODES[autoreset_mode], max_episode_steps or None)
+    return VectorEnv(pool, entry, MODES[autoreset_mode], max_episode_steps or None)
 
 
 def _is_native(env_id: str) -> bool:
@@ -198,13 +172,7 @@ class VectorEnv(gym.vector.VectorEnv):
         ``seed`` as an int seeds env ``i`` with ``SeedSequence(seed).spawn(num_envs)[i]``;
         as a list, env ``i`` is seeded as ``gymnasium.make(...).reset(seed=seed[i])`` would be.
         """
-        options = dict(options or {})
-        reset_mask = options.pop("reset_mask", None)
-        ids = options.pop("env_id", None)
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'reset_mask' or 'env_id'")
-        if reset_mask is not None and ids is not None:
-            raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
+        reset_mask, ids = reset_options(options)
         if reset_mask is not None or ids is not None:
             return self._partial_reset(seed, reset_mask, ids)
         seeds = self._seeds(seed, self.num_envs)
@@ -245,7 +213,7 @@ class VectorEnv(gym.vector.VectorEnv):
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
         if env_id is not None:
             ids = np.asarray(env_id).reshape(-1)
-            if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if is_int_seed(seed):
                 raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
             self._pool.send_reset(ids, self._seeds(seed, len(ids)) if seed is not None else [], False)
             return
@@ -288,8 +256,8 @@ class VectorEnv(gym.vector.VectorEnv):
         """Per-env seeds for send_reset; an int seed reseeds the whole pool instead."""
         if seed is None:
             return []
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seed = _check_seed("seed", seed)
+        if is_int_seed(seed):
+            seed = check_seed("seed", seed)
             self._pool.drain()
             self._pool.reseed(seed)
             return []
@@ -297,27 +265,16 @@ class VectorEnv(gym.vector.VectorEnv):
             raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
         if len(seed) != n:
             raise ValueError(f"seed: a list of seeds needs one per env ({n}), got {len(seed)}")
-        return [None if s is None else _check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        if self.batch_size != self.num_envs:
-            raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
-        if reset_mask is not None:
-            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
-                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
-            if reset_mask.shape != (self.num_envs,):
-                raise ValueError(
-                    f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}"
-                )
-            if not reset_mask.any():
-                raise ValueError("options['reset_mask'] must contain at least one True value")
-            ids = np.flatnonzero(reset_mask).astype(np.int32)
+        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
+        if mask_ids is not None:
+            ids = mask_ids
         else:
             ids = np.asarray(ids)
             if ids.ndim == 0:
                 ids = ids.reshape(1)
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
         seeds = self._seeds(seed, len(ids)) if seed is not None else []
         self._pool.send_reset(ids, seeds, True)
         obs, _, _, _, env_id, _ = self._pool.recv()

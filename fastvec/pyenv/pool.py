@@ -24,6 +24,16 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from fastvec._args import (
+    MODES,
+    autoreset_mode_name,
+    available_cores,
+    check_int,
+    check_seed,
+    is_int_seed,
+    partial_reset_ids,
+    reset_options,
+)
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
     COMP_HEAD,
@@ -39,15 +49,9 @@ from fastvec.pyenv.layout import (
     wait_readable,
 )
 
-_MODES = {
-    "next_step": AutoresetMode.NEXT_STEP,
-    "same_step": AutoresetMode.SAME_STEP,
-    "disabled": AutoresetMode.DISABLED,
-}
 _FRESH, _IDLE, _IN_FLIGHT = 0, 1, 2
 SPIN_SECONDS = 30e-6  # how long the parent polls for results before it blocks
 _POLL_SECONDS = 0.25  # how often a blocked parent looks at its workers' health
-_MAX_SEED = 2**64
 
 
 class EnvError(RuntimeError):
@@ -56,13 +60,6 @@ class EnvError(RuntimeError):
 
 class WorkerDiedError(RuntimeError):
     """A worker process died (killed, crashed); the pool can only be closed."""
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _join_all(procs: list[Any], seconds: float) -> None:
@@ -164,8 +161,6 @@ def make(
     ``env_id`` is a gymnasium id (made with ``gymnasium.make(env, **env_kwargs)``), a callable
     returning an env, or a list of callables, one per env (``num_envs`` is then its length).
     """
-    from fastvec.vector import _check_int, _check_seed
-
     env = env_id
     if isinstance(env, str):
         env_id = env.removeprefix("fastvec/")
@@ -175,7 +170,7 @@ def make(
         kwargs = dict(env_kwargs)
         if max_episode_steps is not None:
             kwargs["max_episode_steps"] = max_episode_steps
-        num_envs = 1 if num_envs is None else _check_int("num_envs", num_envs, 1, 1 << 16)
+        num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, 1 << 16)
         env_fns: list[Callable[[], gym.Env]] = [_GymMake(env_id, kwargs)] * num_envs
     else:
         if env_kwargs:
@@ -184,7 +179,7 @@ def make(
                 "a callable takes its own arguments"
             )
         if callable(env):
-            num_envs = 1 if num_envs is None else _check_int("num_envs", num_envs, 1, 1 << 16)
+            num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, 1 << 16)
             env_fns = [env] * num_envs
         elif isinstance(env, Sequence) and len(env) > 0 and all(callable(f) for f in env):
             if num_envs is not None and num_envs != len(env):
@@ -196,18 +191,15 @@ def make(
                 "env_id must be a gymnasium id, a callable returning a gymnasium.Env, or a non-empty list of such "
                 f"callables; got {type(env).__name__}"
             )
-    batch_size = num_envs if batch_size is None else _check_int("batch_size", batch_size, 1, num_envs)
+    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
     if num_workers is None:  # the parent is busy too (copying batches, the policy): leave it a core
-        num_workers = max(1, min(_available_cores() - 1, num_envs))
-    num_workers = _check_int("num_workers", num_workers, 1, num_envs)
-    if isinstance(autoreset_mode, AutoresetMode):
-        autoreset_mode = {m: name for name, m in _MODES.items()}[autoreset_mode]
-    if autoreset_mode not in _MODES:
-        raise ValueError(f"autoreset_mode must be one of {sorted(_MODES)}, got {autoreset_mode!r}")
+        num_workers = max(1, min(available_cores() - 1, num_envs))
+    num_workers = check_int("num_workers", num_workers, 1, num_envs)
+    autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
-        max_episode_steps = _check_int("max_episode_steps", max_episode_steps, 1)
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
     if seed is not None:
-        seed = _check_seed("seed", seed)
+        seed = check_seed("seed", seed)
     methods = mp.get_all_start_methods()
     if start_method is None:
         start_method = "forkserver" if "forkserver" in methods else "spawn"
@@ -245,7 +237,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.max_episode_steps = max_episode_steps
         self.start_method = start_method
         self.entry = None
-        self._mode = _MODES[autoreset_mode]
+        self._mode = MODES[autoreset_mode]
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.close)
         self._dead: str | None = None
@@ -283,7 +275,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
             done_r, done_w = ctx.Pipe(duplex=False)
             # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
             # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
-            spare_core = _available_cores() > num_workers
+            spare_core = available_cores() > num_workers
             self._spin = SPIN_SECONDS if spare_core else 0.0
             config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
                       "observation_space": obs_space, "action_space": act_space,
@@ -352,13 +344,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         as a list, env ``i`` is reset with ``seed[i]``.
         """
         self._check_usable()
-        options = dict(options or {})
-        reset_mask = options.pop("reset_mask", None)
-        ids = options.pop("env_id", None)
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'reset_mask' or 'env_id'")
-        if reset_mask is not None and ids is not None:
-            raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
+        reset_mask, ids = reset_options(options)
         if reset_mask is not None or ids is not None:
             return self._partial_reset(seed, reset_mask, ids)
         seeds = self._reset_seeds(seed)
@@ -449,20 +435,18 @@ class PyVectorEnv(gym.vector.VectorEnv):
         return [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
     def _reset_seeds(self, seed: Any) -> list[int | None] | None:
-        from fastvec.vector import _check_seed
-
         if seed is None:
             seeds, self._seeds = self._seeds, None  # the seed given to make() applies to the first reset
             return seeds
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if is_int_seed(seed):
             self._seeds = None
-            return self._derive_seeds(_check_seed("seed", seed))
+            return self._derive_seeds(check_seed("seed", seed))
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
             raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
         if len(seed) != self.num_envs:
             raise ValueError(f"seed: a list of seeds needs one per env ({self.num_envs}), got {len(seed)}")
         self._seeds = None
-        return [None if s is None else _check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
     def _check_ids(self, env_id: Any) -> np.ndarray:
         ids = np.asarray(env_id)
@@ -752,29 +736,15 @@ class PyVectorEnv(gym.vector.VectorEnv):
         return obs, reward, terminated, truncated, info
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
-        from fastvec.vector import _check_seed
-
-        if self.batch_size != self.num_envs:
-            raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
-        if reset_mask is not None:
-            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
-                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
-            if reset_mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}")
-            if not reset_mask.any():
-                raise ValueError("options['reset_mask'] must contain at least one True value")
-            ids = np.flatnonzero(reset_mask).astype(np.int32)
-        else:
-            ids = self._check_ids(ids)
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
+        ids = mask_ids if mask_ids is not None else self._check_ids(ids)
         seeds = None
         if seed is not None:
             if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
                 raise TypeError(f"seed must be a list of ints (or None); got {type(seed).__name__}")
             if len(seed) != len(ids):
                 raise ValueError(f"seed: a list of seeds needs one per env reset ({len(ids)}), got {len(seed)}")
-            seeds = [None if s is None else _check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+            seeds = [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
         if self._in_flight:
             raise RuntimeError("envs are in flight; receive their results before a partial reset")
         if reset_mask is not None:

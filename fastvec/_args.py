@@ -1,0 +1,84 @@
+"""Argument checks shared by both pools (native and Python-env): one wording for each mistake."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+MODES = {
+    "next_step": AutoresetMode.NEXT_STEP,
+    "same_step": AutoresetMode.SAME_STEP,
+    "disabled": AutoresetMode.DISABLED,
+}
+_MAX_SEED = 2**64
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return int(value)
+
+
+def check_seed(name: str, seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < _MAX_SEED:
+        raise ValueError(f"{name} must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def is_int_seed(seed: Any) -> bool:
+    return isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+
+
+def autoreset_mode_name(mode: str | AutoresetMode) -> str:
+    """'next_step', 'same_step' or 'disabled', from that name or gymnasium's enum."""
+    if isinstance(mode, AutoresetMode):
+        return {m: name for name, m in MODES.items()}[mode]
+    if mode not in MODES:
+        raise ValueError(f"autoreset_mode must be one of {sorted(MODES)}, got {mode!r}")
+    return mode
+
+
+def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any]:
+    """(reset_mask, env_id) from reset()'s options; at most one of them is not None."""
+    options = dict(options or {})
+    reset_mask = options.pop("reset_mask", None)
+    ids = options.pop("env_id", None)
+    if options:
+        raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'reset_mask' or 'env_id'")
+    if reset_mask is not None and ids is not None:
+        raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
+    return reset_mask, ids
+
+
+def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int, seed: Any) -> np.ndarray | None:
+    """Checks a partial reset's arguments; returns the env ids a reset_mask selects (int32), or None
+    when the reset names env ids instead (the caller checks those)."""
+    if batch_size != num_envs:
+        raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
+    ids = None
+    if reset_mask is not None:
+        if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
+            raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
+        if reset_mask.shape != (num_envs,):
+            raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {reset_mask.shape}")
+        if not reset_mask.any():
+            raise ValueError("options['reset_mask'] must contain at least one True value")
+        ids = np.flatnonzero(reset_mask).astype(np.int32)
+    if is_int_seed(seed):
+        raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+    return ids
