@@ -125,8 +125,6 @@ class PoolBase {
   virtual std::shared_ptr<Batch> recv_rest(int* rows) = 0;
   // Waits for everything in flight and discards it; unstages staged envs.
   virtual void drain() = 0;
-  // Envs whose episode ended and that have not been reset since.
-  virtual bool needs_reset(int env_id) const = 0;
   virtual void close() = 0;
   virtual bool closed() const = 0;
 };
@@ -366,8 +364,6 @@ class Pool final : public PoolBase {
     errors_.clear();
     has_error_.store(false, std::memory_order_release);
   }
-
-  bool needs_reset(int env_id) const override { return needs_reset_.at(env_id) != 0; }
 
   void close() override {
     if (closed_.exchange(true)) return;
