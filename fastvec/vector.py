@@ -22,7 +22,7 @@ from fastvec._args import (
     partial_reset_ids,
     reset_options,
 )
-from fastvec.registry import EnvEntry, lookup
+from fastvec.registry import EnvEntry, lookup, rom_path
 
 if TYPE_CHECKING:
     from fastvec.pyenv import PyVectorEnv
@@ -82,11 +82,12 @@ def make(
     else:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
     options = _env_options(entry, env_kwargs)
+    string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
     seeded = seed is not None
     seed = check_seed("seed", seed) if seeded else secrets.randbits(64)
     pool = _core.Pool(
         entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, autoreset_mode,
-        seed, options,
+        seed, options, string_options,
     )
     return VectorEnv(pool, entry, MODES[autoreset_mode], max_episode_steps or None)
 
@@ -135,7 +136,8 @@ class VectorEnv(gym.vector.VectorEnv):
     ``info`` is a dict of arrays: ``env_id`` always; when an episode ended,
     ``episode_return``/``episode_length`` with masks ``_episode_return``/
     ``_episode_length``; with ``autoreset_mode="same_step"`` also
-    ``final_obs``/``final_info`` as gymnasium defines them.
+    ``final_obs``/``final_info`` as gymnasium defines them; and the env's
+    own values, one per env (Atari: ``lives``), after every reset and step.
     """
 
     def __init__(self, pool: _core.Pool, entry: EnvEntry, autoreset_mode: AutoresetMode,
@@ -150,6 +152,7 @@ class VectorEnv(gym.vector.VectorEnv):
         spec = pool.spec()
         self.single_observation_space = _space("obs", spec)
         self.single_action_space = _space("action", spec)
+        self._info_names = list(spec["info_names"])
         self.observation_space = batch_space(self.single_observation_space, self.batch_size)
         self.action_space = batch_space(self.single_action_space, self.batch_size)
         self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
@@ -182,12 +185,13 @@ class VectorEnv(gym.vector.VectorEnv):
         if self.num_envs % self.batch_size:
             batches.append(self._pool.recv_rest())
         if len(batches) == 1:
-            obs, _, _, _, env_id, _ = batches[0]
-            return obs, {"env_id": env_id}
+            obs, _, _, _, env_id, _, values = batches[0]
+            return obs, self._values({"env_id": env_id}, values)
         env_id = np.concatenate([b[4] for b in batches])
         order = np.argsort(env_id, kind="stable")
         obs = np.concatenate([b[0] for b in batches])[order]
-        return obs, {"env_id": env_id[order]}
+        values = np.concatenate([b[6] for b in batches])[order] if self._info_names else None
+        return obs, self._values({"env_id": env_id[order]}, values)
 
     def step(
         self, actions: Any, env_id: Any = None
@@ -277,14 +281,19 @@ class VectorEnv(gym.vector.VectorEnv):
                 ids = ids.reshape(1)
         seeds = self._seeds(seed, len(ids)) if seed is not None else []
         self._pool.send_reset(ids, seeds, True)
-        obs, _, _, _, env_id, _ = self._pool.recv()
+        obs, _, _, _, env_id, _, values = self._pool.recv()
         if reset_mask is not None:
-            return obs, {"env_id": env_id}
-        return obs[ids], {"env_id": env_id[ids]}
+            return obs, self._values({"env_id": env_id}, values)
+        return obs[ids], self._values({"env_id": env_id[ids]}, None if values is None else values[ids])
+
+    def _values(self, info: dict[str, Any], values: np.ndarray | None) -> dict[str, Any]:
+        for k, name in enumerate(self._info_names):
+            info[name] = values[:, k]
+        return info
 
     def _result(self, r: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        obs, reward, terminated, truncated, env_id, extras = r
-        info: dict[str, Any] = {"env_id": env_id}
+        obs, reward, terminated, truncated, env_id, extras, values = r
+        info = self._values({"env_id": env_id}, values)
         if extras is not None:
             done, ep_return, ep_length, final_obs = extras
             stats = {"episode_return": ep_return, "_episode_return": done,

@@ -27,5 +27,6 @@ void add_env(const std::string& name) {
 }
 
 void register_classic_control();
+void register_atari();  // only when built with FASTVEC_ATARI
 
 }  // namespace fastvec::bindings

@@ -14,6 +14,9 @@
 
 #include "core/simd.hpp"
 #include "env_registry.hpp"
+#ifdef FASTVEC_WITH_ATARI
+#include "envs/atari/atari.hpp"
+#endif
 
 namespace py = pybind11;
 using fastvec::core::AutoresetMode;
@@ -54,7 +57,7 @@ class PyPool {
  public:
   PyPool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
-         const std::map<std::string, double>& options) {
+         const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options) {
     auto it = pool_factories().find(env);
     if (it == pool_factories().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
@@ -65,7 +68,7 @@ class PyPool {
     cfg.max_episode_steps = max_episode_steps;
     cfg.autoreset_mode = parse_mode(autoreset_mode);
     cfg.seed = seed;
-    core::Options opts(options);
+    core::Options opts(options, string_options);
     {
       py::gil_scoped_release release;
       pool_ = it->second(cfg, opts);
@@ -91,6 +94,7 @@ class PyPool {
     d["action_shape"] = s.action_shape;
     d["action_low"] = s.action_low;
     d["action_high"] = s.action_high;
+    d["info_names"] = s.info_names;
     return d;
   }
 
@@ -254,10 +258,11 @@ class PyPool {
     return out;
   }
 
-  // (obs, reward, terminated, truncated, env_id, extras): numpy arrays
-  // viewing the batch, which stays alive (and unrecycled) while any of them
-  // does. extras is None unless an episode ended: then (done, episode_return,
-  // episode_length, final_obs or None).
+  // (obs, reward, terminated, truncated, env_id, extras, values): numpy
+  // arrays viewing the batch, which stays alive (and unrecycled) while any of
+  // them does. extras is None unless an episode ended: then (done,
+  // episode_return, episode_length, final_obs or None). values is the
+  // (rows, len(info_names)) int32 array of the env's info values, or None.
   py::tuple result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
     Batch* b = batch.get();
     py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
@@ -275,7 +280,13 @@ class PyPool {
       if (b->layout().with_final_obs) final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
       extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs);
     }
-    return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras);
+    py::object values = py::none();
+    if (const int k = b->layout().info_fields; k > 0) {
+      const py::ssize_t item = sizeof(int32_t);
+      values = py::array_t<int32_t>({rows, static_cast<py::ssize_t>(k)}, {k * item, item}, b->info(0), owner);
+    }
+    return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras,
+                          values);
   }
 
   std::unique_ptr<PoolBase> pool_;
@@ -292,6 +303,21 @@ PYBIND11_MODULE(_core, m) {
   using fastvec::bindings::PyPool;
   m.doc() = "fastvec's native pool (private; use fastvec.make)";
   fastvec::bindings::register_classic_control();
+#ifdef FASTVEC_WITH_ATARI
+  fastvec::bindings::register_atari();
+  m.attr("has_atari") = true;
+  // The benchmark's baseline: one emulator stepped in a C++ loop on this thread.
+  m.def(
+      "atari_loop_rate",
+      [](const std::map<std::string, double>& options, const std::map<std::string, std::string>& strings, int steps,
+         bool preprocess) {
+        py::gil_scoped_release release;
+        return fastvec::envs::atari_loop_rate(fastvec::core::Options(options, strings), steps, preprocess);
+      },
+      py::arg("options"), py::arg("string_options"), py::arg("steps"), py::arg("preprocess"));
+#else
+  m.attr("has_atari") = false;
+#endif
 
   static py::exception<fastvec::core::EnvError> env_error(m, "EnvError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -312,9 +338,10 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyPool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
-                    const std::map<std::string, double>&>(),
+                    const std::map<std::string, double>&, const std::map<std::string, std::string>&>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
-           py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"))
+           py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
+           py::arg("string_options"))
       .def("spec", &PyPool::spec)
       .def_property_readonly("num_envs", &PyPool::num_envs)
       .def_property_readonly("batch_size", &PyPool::batch_size)

@@ -1,6 +1,6 @@
 #pragma once
 // Result buffers. A Batch holds one recv()'s worth of rows: observations,
-// rewards, flags, env ids and episode statistics, laid out as the arrays
+// rewards, flags, env ids, the env's info values and episode statistics, laid out as the arrays
 // Python receives. Workers write rows; recv hands the whole Batch to Python
 // (numpy arrays viewing it, owned through a shared_ptr), and the Batch is
 // recycled only when Python has dropped every array viewing it.
@@ -21,6 +21,7 @@ struct BatchLayout {
   int rows = 0;
   size_t obs_bytes = 0;  // bytes of one env's observation
   bool with_final_obs = false;
+  int info_fields = 0;  // int32 values per row (Spec::info_names)
 };
 
 class Batch {
@@ -39,6 +40,7 @@ class Batch {
     episode_return_ = take(r * sizeof(double));
     episode_length_ = take(r * sizeof(int32_t));
     env_id_ = take(r * sizeof(int32_t));
+    info_ = take(r * layout.info_fields * sizeof(int32_t));
     terminated_ = take(r);
     truncated_ = take(r);
     done_ = take(r);
@@ -56,6 +58,7 @@ class Batch {
   double* episode_return() { return at<double>(episode_return_); }
   int32_t* episode_length() { return at<int32_t>(episode_length_); }
   int32_t* env_id() { return at<int32_t>(env_id_); }
+  int32_t* info(int row) { return at<int32_t>(info_) + static_cast<size_t>(row) * layout_.info_fields; }
   bool* terminated() { return at<bool>(terminated_); }
   bool* truncated() { return at<bool>(truncated_); }
   bool* done() { return at<bool>(done_); }  // terminated || truncated: an episode ended
@@ -73,7 +76,7 @@ class Batch {
 
   BatchLayout layout_;
   size_t obs_ = 0, final_obs_ = 0, reward_ = 0, episode_return_ = 0, episode_length_ = 0;
-  size_t env_id_ = 0, terminated_ = 0, truncated_ = 0, done_ = 0, size_ = 0;
+  size_t env_id_ = 0, info_ = 0, terminated_ = 0, truncated_ = 0, done_ = 0, size_ = 0;
   std::byte* data_ = nullptr;
 };
 

@@ -168,8 +168,8 @@ class Pool final : public PoolBase {
     staged_.assign(num_blocks_, 0);
     scratch_.resize(num_blocks_);
     blocks_.resize(num_blocks_);
-    BatchLayout layout{cfg_.batch_size, obs_size_ * sizeof(Obs),
-                       cfg_.autoreset_mode == AutoresetMode::kSameStep};
+    BatchLayout layout{cfg_.batch_size, obs_size_ * sizeof(Obs), cfg_.autoreset_mode == AutoresetMode::kSameStep,
+                       static_cast<int>(spec_.info_names.size())};
     num_slots_ = cfg_.num_envs / cfg_.batch_size + 1;
     recycler_ = std::make_shared<BatchRecycler>(layout, static_cast<size_t>(num_slots_) + 2);
     slots_ = std::make_unique<Slot[]>(num_slots_);
@@ -691,6 +691,10 @@ class Pool final : public PoolBase {
           record_error(base + i, "exception while writing the observation", i, s);
         }
       }
+    }
+    if constexpr (requires(const E& c, int32_t* p) { c.write_info(0, p); }) {
+      static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
+      for (int i = 0; i < n; ++i) env.write_info(i, out.info(row0 + i));
     }
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);

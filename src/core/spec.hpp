@@ -12,19 +12,27 @@
 namespace fastvec::core {
 
 // Env options as passed from Python (registry defaults merged with the
-// user's keyword arguments). Numbers only; the registry checks names.
+// user's keyword arguments): numbers, and strings the registry fills in
+// (such as a ROM's path). The registry checks names.
 class Options {
  public:
   Options() = default;
-  explicit Options(std::map<std::string, double> values) : values_(std::move(values)) {}
+  explicit Options(std::map<std::string, double> values, std::map<std::string, std::string> strings = {})
+      : values_(std::move(values)), strings_(std::move(strings)) {}
 
   double get(const std::string& name, double fallback) const {
     auto it = values_.find(name);
     return it == values_.end() ? fallback : it->second;
   }
 
+  std::string get_string(const std::string& name, const std::string& fallback = {}) const {
+    auto it = strings_.find(name);
+    return it == strings_.end() ? fallback : it->second;
+  }
+
  private:
   std::map<std::string, double> values_;
+  std::map<std::string, std::string> strings_;
 };
 
 struct Spec {
@@ -37,6 +45,9 @@ struct Spec {
   std::vector<double> action_low, action_high;
   // Rough cost of one step, used to size blocks: cheap envs share a block.
   double step_cost_ns = 100.0;
+  // Per-env integers reported in info after every step (e.g. Atari's
+  // "lives"), written by the env's write_info(i, int32_t* out).
+  std::vector<std::string> info_names;
 };
 
 // What an env's step returns; the pool adds truncation and episode stats.

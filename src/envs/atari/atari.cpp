@@ -1,0 +1,528 @@
+#include "envs/atari/atari.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "ale/ale_interface.hpp"
+#include "core/simd.hpp"
+#include "ale/common/Log.hpp"
+#include "ale/emucore/MD5.hxx"
+#include "ale/games/Roms.hpp"
+
+namespace fastvec::envs {
+namespace {
+
+constexpr int kScreenH = 210, kScreenW = 160;
+constexpr size_t kScreenSize = static_cast<size_t>(kScreenH) * kScreenW;
+
+int int_option(const core::Options& o, const char* name, double fallback, int lo, int hi) {
+  const double v = o.get(name, fallback);
+  if (!(v >= lo && v <= hi) || v != std::floor(v))
+    throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got " + std::to_string(v));
+  return static_cast<int>(v);
+}
+
+// ALE reports through a global logger; keep it quiet (errors only).
+void quiet_ale() {
+  static std::once_flag once;
+  std::call_once(once, [] { ale::Logger::setMode(ale::Logger::Error); });
+}
+
+// The ROM's supported-game settings, or EnvError: ALE itself would exit the
+// process on a missing or unknown ROM.
+std::unique_ptr<ale::RomSettings> rom_settings(const std::string& path) {
+  if (path.empty()) throw core::EnvError("no ROM path given (the 'rom' option)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw core::EnvError("cannot read the ROM file '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string md5 = ale::stella::MD5(bytes.data(), static_cast<uint32_t>(bytes.size()));
+  std::unique_ptr<ale::RomSettings> settings(ale::buildRomRLWrapper(path, md5));
+  if (!settings || settings->md5() != md5)
+    throw core::EnvError("'" + path + "' is not a ROM ALE supports (unknown game or MD5 " + md5 +
+                         " does not match; reinstall ale-py)");
+  return settings;
+}
+
+// Area interpolation along one axis as OpenCV's INTER_AREA defines it for a
+// non-integer scale (computeResizeAreaTab): destination index d averages
+// source indices start[d] .. start[d] + taps - 1, weighted by their overlap
+// with the cell [d S/D, (d+1) S/D). In units of 1/D an overlap is an integer
+// (k) and the k of a cell sum to S, so the exact result is an integer sum
+// over Sx * Sy. OpenCV computes it in float (alpha = overlap / cell width),
+// which matters only for an exact tie at .5: there we redo its float sums.
+// Unused trailing taps have weight 0.
+struct AreaAxis {
+  int ssize, dsize, taps = 1;
+  std::vector<int> start;
+  std::vector<int32_t> k;     // dsize x taps, integer overlaps
+  std::vector<float> alpha;   // dsize x taps, OpenCV's float weights
+
+  AreaAxis(int s, int d) : ssize(s), dsize(d), start(d) {
+    const double scale = 1.0 / (static_cast<double>(d) / s);
+    std::vector<std::vector<std::pair<int, float>>> cells(d);
+    for (int j = 0; j < d; ++j) {
+      const double f1 = j * scale, f2 = f1 + scale;
+      const double cell = std::min(scale, s - f1);
+      int s1 = static_cast<int>(std::ceil(f1)), s2 = static_cast<int>(std::floor(f2));
+      s2 = std::min(s2, s - 1);
+      s1 = std::min(s1, s2);
+      if (s1 - f1 > 1e-3) cells[j].emplace_back(s1 - 1, static_cast<float>((s1 - f1) / cell));
+      for (int x = s1; x < s2; ++x) cells[j].emplace_back(x, static_cast<float>(1.0 / cell));
+      if (f2 - s2 > 1e-3) cells[j].emplace_back(s2, static_cast<float>(std::min(std::min(f2 - s2, 1.0), cell) / cell));
+      taps = std::max(taps, static_cast<int>(cells[j].size()));
+    }
+    k.assign(static_cast<size_t>(d) * taps, 0);
+    alpha.assign(static_cast<size_t>(d) * taps, 0.f);
+    for (int j = 0; j < d; ++j) {
+      start[j] = std::min(cells[j].front().first, s - taps);
+      for (auto [x, a] : cells[j]) {
+        const int t = x - start[j];
+        // Overlap of source pixel x with cell j, in units of 1/d.
+        k[j * taps + t] = std::min((x + 1) * d, (j + 1) * s) - std::max(x * d, j * s);
+        alpha[j * taps + t] = a;
+      }
+    }
+    // Divide out the common factor: the sums stay small (16-bit).
+    int g = 0;
+    for (int32_t v : k) g = std::gcd(g, static_cast<int>(v));
+    for (int32_t& v : k) v /= g;
+    total = s / g;
+  }
+  int32_t total = 0;  // the k of every cell sum to this
+};
+
+// INTER_AREA resize of one 8-bit plane (kScreenH x kScreenW), exactly as
+// cv2.resize computes it: vertical integer sums (16-bit, contiguous: the
+// compiler vectorizes them), then horizontal integer sums (AVX-512: 32
+// outputs from two registers of sources with three word permutes), rounded
+// through a table; exact ties recomputed in OpenCV's float order.
+class AreaResize {
+ public:
+  AreaResize(int dh, int dw)
+      : dh_(dh), dw_(dw), x_(kScreenW, dw), y_(kScreenH, dh), div_(x_.total * y_.total),
+        cols_(static_cast<size_t>(dh) * kColStride, 0), sums_(static_cast<size_t>(dh) * dw) {
+    const int64_t bound = int64_t{255} * div_;
+    // Table of n -> round(n / div_), kTie for an exact .5.
+    if (bound < 65536) {
+      round_.resize(bound + 1);
+      for (int32_t n = 0; n <= bound; ++n)
+        round_[n] = 2 * n % (2 * div_) == div_ ? kTie : static_cast<uint16_t>((2 * n + div_) / (2 * div_));
+    }
+    // The AVX-512 path: 32 outputs need at most 64 consecutive sources.
+    wide_ = !round_.empty() && x_.taps <= kMaxTaps && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vbmi");
+    for (int b = 0; wide_ && b * 32 < dw_; ++b) {
+      const int last = std::min(dw_, b * 32 + 32) - 1;
+      wide_ = x_.start[last] + x_.taps - x_.start[b * 32] <= 64;
+    }
+    if (wide_) {
+      const int blocks = (dw_ + 31) / 32;
+      perm_.assign(static_cast<size_t>(blocks) * kMaxTaps * 32, 0);
+      mult_.assign(static_cast<size_t>(blocks) * kMaxTaps * 32, 0);
+      for (int dx = 0; dx < dw_; ++dx) {
+        const int b = dx / 32, lane = dx % 32;
+        for (int t = 0; t < x_.taps; ++t) {
+          perm_[(b * kMaxTaps + t) * 32 + lane] = static_cast<uint16_t>(x_.start[dx] + t - x_.start[b * 32]);
+          mult_[(b * kMaxTaps + t) * 32 + lane] = static_cast<uint16_t>(x_.k[static_cast<size_t>(dx) * x_.taps + t]);
+        }
+      }
+    }
+  }
+
+  void apply(const uint8_t* src, uint8_t* dst) {
+    vertical(src);
+    if (wide_) {
+      horizontal_wide();
+    } else {
+      horizontal();
+    }
+    if (round_.empty()) return;  // horizontal() rounded already
+    for (int dy = 0; dy < dh_; ++dy) {
+      for (int dx = 0; dx < dw_; ++dx) {
+        const uint16_t q = round_[sums_[static_cast<size_t>(dy) * dw_ + dx]];
+        dst[static_cast<size_t>(dy) * dw_ + dx] = q == kTie ? float_pixel(src, dy, dx) : static_cast<uint8_t>(q);
+      }
+    }
+  }
+
+  // The general path when the sums may not fit 16 bits: writes dst itself.
+  void apply_general(const uint8_t* src, uint8_t* dst) const {
+    for (int dy = 0; dy < dh_; ++dy) {
+      for (int dx = 0; dx < dw_; ++dx) {
+        int64_t n = 0;
+        for (int ty = 0; ty < y_.taps; ++ty) {
+          const uint8_t* row = src + static_cast<size_t>(y_.start[dy] + ty) * kScreenW + x_.start[dx];
+          int64_t h = 0;
+          for (int tx = 0; tx < x_.taps; ++tx) h += int64_t{x_.k[static_cast<size_t>(dx) * x_.taps + tx]} * row[tx];
+          n += int64_t{y_.k[static_cast<size_t>(dy) * y_.taps + ty]} * h;
+        }
+        const bool tie = 2 * n % (2 * int64_t{div_}) == div_;
+        dst[static_cast<size_t>(dy) * dw_ + dx] =
+            tie ? float_pixel(src, dy, dx) : static_cast<uint8_t>((2 * n + div_) / (2 * int64_t{div_}));
+      }
+    }
+  }
+
+  bool fits_16bit() const { return !round_.empty(); }
+
+ private:
+  static constexpr int kMaxTaps = 3, kColStride = kScreenW + 64;  // room for a 64-wide load past the edge
+  static constexpr uint16_t kTie = 0xFFFF;
+
+  FASTVEC_SIMD_CLONES void vertical(const uint8_t* src) {
+    const int taps = y_.taps;
+    for (int dy = 0; dy < dh_; ++dy) {
+      uint16_t* __restrict out = cols_.data() + static_cast<size_t>(dy) * kColStride;
+      const int32_t* k = &y_.k[static_cast<size_t>(dy) * taps];
+      const uint8_t* s0 = src + static_cast<size_t>(y_.start[dy]) * kScreenW;
+      const uint16_t k0 = static_cast<uint16_t>(k[0]);
+      for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(k0 * s0[x]);
+      for (int t = 1; t < taps; ++t) {
+        const uint16_t kt = static_cast<uint16_t>(k[t]);
+        const uint8_t* st = s0 + static_cast<size_t>(t) * kScreenW;
+        for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(out[x] + kt * st[x]);
+      }
+    }
+  }
+
+  void horizontal() {
+    const int taps = x_.taps;
+    for (int dy = 0; dy < dh_; ++dy) {
+      const uint16_t* r = cols_.data() + static_cast<size_t>(dy) * kColStride;
+      for (int dx = 0; dx < dw_; ++dx) {
+        const int32_t* k = &x_.k[static_cast<size_t>(dx) * taps];
+        const uint16_t* s = r + x_.start[dx];
+        int32_t n = 0;
+        for (int t = 0; t < taps; ++t) n += k[t] * s[t];
+        sums_[static_cast<size_t>(dy) * dw_ + dx] = static_cast<uint16_t>(n);
+      }
+    }
+  }
+
+  __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void horizontal_wide() {
+    const int blocks = (dw_ + 31) / 32;
+    alignas(64) uint16_t tail[32];
+    for (int dy = 0; dy < dh_; ++dy) {
+      const uint16_t* r = cols_.data() + static_cast<size_t>(dy) * kColStride;
+      uint16_t* out = sums_.data() + static_cast<size_t>(dy) * dw_;
+      for (int b = 0; b < blocks; ++b) {
+        const uint16_t* base = r + x_.start[b * 32];
+        const __m512i lo = _mm512_loadu_si512(base), hi = _mm512_loadu_si512(base + 32);
+        __m512i n = _mm512_setzero_si512();
+        for (int t = 0; t < x_.taps; ++t) {
+          const __m512i idx = _mm512_loadu_si512(&perm_[(b * kMaxTaps + t) * 32]);
+          const __m512i k = _mm512_loadu_si512(&mult_[(b * kMaxTaps + t) * 32]);
+          n = _mm512_add_epi16(n, _mm512_mullo_epi16(k, _mm512_permutex2var_epi16(lo, idx, hi)));
+        }
+        const int lanes = std::min(32, dw_ - b * 32);
+        if (lanes == 32) {
+          _mm512_storeu_si512(out + b * 32, n);
+        } else {
+          _mm512_store_si512(tail, n);
+          std::memcpy(out + b * 32, tail, lanes * sizeof(uint16_t));
+        }
+      }
+    }
+  }
+
+  // cv::resize's float arithmetic for one pixel: per source row the
+  // horizontal sum from 0 in tap order, then beta0 * row0 + beta1 * row1 ...
+  uint8_t float_pixel(const uint8_t* src, int dy, int dx) const {
+    float sum = 0.f;
+    for (int ty = 0; ty < y_.taps; ++ty) {
+      const float beta = y_.alpha[static_cast<size_t>(dy) * y_.taps + ty];
+      if (beta == 0.f) continue;
+      const uint8_t* row = src + static_cast<size_t>(y_.start[dy] + ty) * kScreenW + x_.start[dx];
+      float buf = 0.f;
+      for (int tx = 0; tx < x_.taps; ++tx) {
+        const float a = x_.alpha[static_cast<size_t>(dx) * x_.taps + tx];
+        if (a != 0.f) buf += static_cast<float>(row[tx]) * a;
+      }
+      sum = ty == 0 ? beta * buf : sum + beta * buf;
+    }
+    return static_cast<uint8_t>(std::clamp<long>(std::lrint(sum), 0, 255));
+  }
+
+  int dh_, dw_;
+  AreaAxis x_, y_;
+  int32_t div_;
+  bool wide_ = false;
+  std::vector<uint16_t> cols_;      // dh x kColStride vertical sums
+  std::vector<uint16_t> sums_;      // dh x dw full sums
+  std::vector<uint16_t> round_;     // n -> rounded pixel or kTie
+  std::vector<uint16_t> perm_, mult_;  // per 32-output block and tap: source lane and weight
+};
+
+// out[p] = max(lut[a[p]], lut[b[p]]): the palette of both screens and their
+// max, 64 pixels an instruction with AVX-512 VBMI (ALE's palette indices are
+// even: 128 entries, one two-register byte permute).
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void palette_max_vbmi(const uint8_t* a, const uint8_t* b,
+                                                                               const uint8_t* lut, uint8_t* out,
+                                                                               size_t n) {
+  alignas(64) uint8_t half[128];
+  for (int v = 0; v < 128; ++v) half[v] = lut[2 * v];
+  const __m512i lo = _mm512_load_si512(half), hi = _mm512_load_si512(half + 64);
+  size_t p = 0;
+  for (; p + 64 <= n; p += 64) {
+    const __m512i ia = _mm512_srli_epi16(_mm512_and_si512(_mm512_loadu_si512(a + p), _mm512_set1_epi8(char(0xFE))), 1);
+    __m512i g = _mm512_permutex2var_epi8(lo, ia, hi);
+    if (b) {
+      const __m512i ib =
+          _mm512_srli_epi16(_mm512_and_si512(_mm512_loadu_si512(b + p), _mm512_set1_epi8(char(0xFE))), 1);
+      g = _mm512_max_epu8(g, _mm512_permutex2var_epi8(lo, ib, hi));
+    }
+    _mm512_storeu_si512(out + p, g);
+  }
+  for (; p < n; ++p) out[p] = b ? std::max(lut[a[p] & 0xFE], lut[b[p] & 0xFE]) : lut[a[p] & 0xFE];
+}
+
+void palette_max_scalar(const uint8_t* a, const uint8_t* b, const uint8_t* lut, uint8_t* out, size_t n) {
+  if (!b) {
+    for (size_t p = 0; p < n; ++p) out[p] = lut[a[p]];
+  } else {
+    for (size_t p = 0; p < n; ++p) out[p] = std::max(lut[a[p]], lut[b[p]]);
+  }
+}
+
+// b may be null: lut[a] only.
+void palette_max(const uint8_t* a, const uint8_t* b, const uint8_t* lut, uint8_t* out, size_t n) {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  if (vbmi) {
+    palette_max_vbmi(a, b, lut, out, n);
+  } else {
+    palette_max_scalar(a, b, lut, out, n);
+  }
+}
+
+}  // namespace
+
+AtariOptions::AtariOptions(const core::Options& o)
+    : rom(o.get_string("rom")),
+      frame_skip(int_option(o, "frame_skip", 4, 1, 64)),
+      img_height(int_option(o, "img_height", 84, 1, kScreenH)),
+      img_width(int_option(o, "img_width", 84, 1, kScreenW)),
+      stack_num(int_option(o, "stack_num", 4, 1, 64)),
+      noop_max(int_option(o, "noop_max", 30, 0, 100000)),
+      gray_scale(o.get("gray_scale", 1) != 0),
+      use_fire_reset(o.get("use_fire_reset", 0) != 0),
+      episodic_life(o.get("episodic_life", 0) != 0),
+      reward_clip(o.get("reward_clip", 0) != 0),
+      full_action_space(o.get("full_action_space", 0) != 0) {
+  const double p = o.get("repeat_action_probability", 0.25);
+  if (!(p >= 0.0 && p <= 1.0))
+    throw std::invalid_argument("repeat_action_probability must be in [0, 1], got " + std::to_string(p));
+  repeat_action_probability = static_cast<float>(p);
+}
+
+class AtariGame {
+ public:
+  AtariGame(const AtariOptions& opt, std::vector<ale::Action> actions)
+      : opt_(opt),
+        actions_(std::move(actions)),
+        resize_(opt.img_height, opt.img_width),
+        direct_(opt.img_height == kScreenH && opt.img_width == kScreenW),
+
+        stack_(static_cast<size_t>(opt.stack_num) * opt.frame_size()) {
+    ale_.setInt("random_seed", 0);  // reseeded at every reset from the pool's generator
+    ale_.setFloat("repeat_action_probability", opt.repeat_action_probability);
+    ale_.setInt("frame_skip", 1);
+    ale_.setInt("max_num_frames_per_episode", 0);  // the pool truncates
+    ale_.loadROM(opt.rom);
+    const ale::ColourPalette& palette = ale_.theOSystem->colourPalette();
+    for (int v = 0; v < 256; ++v) {
+      // Screens hold even palette indices; ALE keeps an index's gray at the
+      // odd entry after it (ColourPalette::applyPaletteGrayscale).
+      const int even = v & 0xFE;
+      gray_[v] = static_cast<uint8_t>(palette.getRGB(even + 1) & 0xFF);
+      int r, g, b;
+      palette.getRGB(even, r, g, b);
+      rgb_[0][v] = static_cast<uint8_t>(r);
+      rgb_[1][v] = static_cast<uint8_t>(g);
+      rgb_[2][v] = static_cast<uint8_t>(b);
+    }
+    for (ale::Action a : actions_) has_fire_ |= a == ale::PLAYER_A_FIRE;
+  }
+
+  void reset(core::Pcg64& rng) {
+    ale_.environment->getEnvironmentRNG().seed(static_cast<uint32_t>(rng.next_u64()));
+    if (opt_.episodic_life && life_lost_ && !ale_.game_over(false)) {
+      // Lost a life, game not over: the episode (one life) ends but the game
+      // goes on with a no-op step, as SB3's EpisodicLifeEnv does it.
+      life_lost_ = false;
+      step_frames(ale::PLAYER_A_NOOP);
+    } else {
+      life_lost_ = false;
+      ale_.reset_game();
+      const int noops = opt_.noop_max > 0 ? 1 + static_cast<int>(rng.next_u64() % opt_.noop_max) : 0;
+      for (int k = 0; k < noops; ++k) {
+        ale_.act(ale::PLAYER_A_NOOP);
+        if (ale_.game_over(false)) ale_.reset_game();
+      }
+      if (opt_.use_fire_reset && has_fire_) {
+        ale_.act(ale::PLAYER_A_FIRE);
+        if (ale_.game_over(false)) ale_.reset_game();
+      }
+      grab(0);
+      single_ = true;  // as AtariPreprocessing: the other frame buffer is blank
+    }
+    lives_ = ale_.lives();
+    head_ = 0;
+    preprocess(frame(0));
+    for (int k = 1; k < opt_.stack_num; ++k) std::memcpy(frame(k), frame(0), opt_.frame_size());
+  }
+
+  core::StepResult step(int32_t action) {
+    const float reward = step_frames(actions_[action]);
+    const bool over = ale_.game_over(false);
+    const int lives = ale_.lives();
+    life_lost_ = lives < lives_;
+    lives_ = lives;
+    head_ = (head_ + 1) % opt_.stack_num;
+    preprocess(frame(0));
+    const bool terminated = over || (opt_.episodic_life && life_lost_);
+    return {opt_.reward_clip ? static_cast<float>((reward > 0) - (reward < 0)) : reward, terminated};
+  }
+
+  void write_obs(uint8_t* out) const {
+    const size_t fs = opt_.frame_size();
+    for (int k = opt_.stack_num - 1; k >= 0; --k, out += fs) std::memcpy(out, frame(k), fs);
+  }
+
+  int lives() const { return lives_; }
+  bool game_over() const { return ale_.game_over(false); }
+
+  // Emulation only, for the benchmark's baseline.
+  float emulate(int32_t action) { return step_frames(actions_[action]); }
+  void preprocess_only() { preprocess(frame(0)); }
+
+ private:
+  // frame_skip frames of `a`; the last two screens kept for the max-pool.
+  // As AtariPreprocessing: an episode that ends mid-step stops there and
+  // the screens not reached keep their previous contents.
+  float step_frames(ale::Action a) {
+    float reward = 0.f;
+    const int fs = opt_.frame_skip;
+    for (int k = 0; k < fs; ++k) {
+      reward += static_cast<float>(ale_.act(a));
+      if (ale_.game_over(false)) break;
+      if (k == fs - 2) grab(1);
+      else if (k == fs - 1) grab(0);
+    }
+    single_ = fs == 1;
+    return reward;
+  }
+
+  void grab(int b) { std::memcpy(screen_[b].data(), ale_.getScreen().getArray(), kScreenSize); }
+
+  // Frame k of the stack: 0 the newest.
+  uint8_t* frame(int k) {
+    return stack_.data() + static_cast<size_t>((head_ - k + opt_.stack_num) % opt_.stack_num) * opt_.frame_size();
+  }
+  const uint8_t* frame(int k) const { return const_cast<AtariGame*>(this)->frame(k); }
+
+  // Palette lookup of both screens, their max, the resize: one plane at a time.
+  void preprocess(uint8_t* out) {
+    const size_t plane = static_cast<size_t>(opt_.img_height) * opt_.img_width;
+    const uint8_t* second = single_ ? nullptr : screen_[1].data();
+    for (int c = 0; c < opt_.channels(); ++c) {
+      const uint8_t* lut = opt_.gray_scale ? gray_.data() : rgb_[c].data();
+      uint8_t* dst = out + c * plane;
+      if (direct_) {
+        palette_max(screen_[0].data(), second, lut, dst, kScreenSize);
+      } else {
+        palette_max(screen_[0].data(), second, lut, plane_.data(), kScreenSize);
+        if (resize_.fits_16bit()) {
+          resize_.apply(plane_.data(), dst);
+        } else {
+          resize_.apply_general(plane_.data(), dst);
+        }
+      }
+    }
+  }
+
+  const AtariOptions& opt_;
+  const std::vector<ale::Action> actions_;
+  ale::ALEInterface ale_;
+  AreaResize resize_;
+  bool direct_;
+  std::array<uint8_t, kScreenSize> plane_{};  // the palette-mapped max of the two screens
+  std::array<std::array<uint8_t, kScreenSize>, 2> screen_{};
+  std::array<uint8_t, 256> gray_{};
+  std::array<std::array<uint8_t, 256>, 3> rgb_{};
+  std::vector<uint8_t> stack_;
+  int head_ = 0, lives_ = 0;
+  bool single_ = true, life_lost_ = false, has_fire_ = false;
+};
+
+namespace {
+
+std::vector<ale::Action> action_set(const AtariOptions& opt) {
+  std::unique_ptr<ale::RomSettings> settings = rom_settings(opt.rom);
+  return opt.full_action_space ? settings->getAllActions() : settings->getMinimalActionSet();
+}
+
+}  // namespace
+
+core::Spec Atari::spec(const core::Options& options) {
+  quiet_ale();
+  const AtariOptions opt(options);
+  core::Spec s;
+  const int64_t channels = opt.channels();
+  s.obs_shape = {opt.stack_num * channels, opt.img_height, opt.img_width};
+  const size_t n = static_cast<size_t>(opt.stack_num) * opt.frame_size();
+  s.obs_low.assign(n, 0.0);
+  s.obs_high.assign(n, 255.0);
+  s.num_actions = static_cast<int64_t>(action_set(opt).size());
+  s.step_cost_ns = 250e3;  // about 4 emulated frames: one env per block
+  s.info_names = {"lives"};
+  return s;
+}
+
+Atari::Atari(int n, const core::Options& options) : opt_(options) {
+  quiet_ale();
+  const std::vector<ale::Action> actions = action_set(opt_);
+  games_.reserve(n);
+  for (int i = 0; i < n; ++i) games_.push_back(std::make_unique<AtariGame>(opt_, actions));
+}
+
+Atari::~Atari() = default;
+
+void Atari::reset(int i, core::Pcg64& rng) { games_[i]->reset(rng); }
+
+core::StepResult Atari::step(int i, const Action* action) { return games_[i]->step(*action); }
+
+void Atari::write_obs(int i, uint8_t* out) const { games_[i]->write_obs(out); }
+
+void Atari::write_info(int i, int32_t* out) const noexcept { out[0] = games_[i]->lives(); }
+
+double atari_loop_rate(const core::Options& options, int steps, bool preprocess) {
+  quiet_ale();
+  const AtariOptions opt(options);
+  const std::vector<ale::Action> actions = action_set(opt);
+  AtariGame game(opt, actions);
+  core::Pcg64 rng;
+  game.reset(rng);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < steps; ++k) {
+    game.emulate(static_cast<int32_t>(rng.next_u64() % actions.size()));
+    if (preprocess) game.preprocess_only();
+    if (game.game_over()) game.reset(rng);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return steps / s;
+}
+
+}  // namespace fastvec::envs
