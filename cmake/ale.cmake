@@ -82,3 +82,6 @@ elseif(FASTVEC_SANITIZER STREQUAL "thread")
   target_compile_options(fastvec_ale PRIVATE -fsanitize=thread)
 endif()
 target_link_libraries(fastvec_ale PUBLIC ZLIB::ZLIB Threads::Threads)
+
+# Binaries built with ALE are GPL-2.0 combined works: ship ALE's licence with them.
+install(FILES "${_ale_root}/ale_py-${FASTVEC_ALE_VERSION}/LICENSE.md" DESTINATION fastvec RENAME LICENSE-ALE.md)

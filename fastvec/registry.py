@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import importlib.util
 import json
 import os
@@ -85,11 +86,13 @@ def _ale_py_roms_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "roms"
 
 
+# ROMs ale-py ships for their multi-player modes only; it registers no
+# single-player env for them, and neither does fastvec.
+_MULTIPLAYER_ONLY = {"combat", "joust", "maze_craze", "warlords"}
+
+
 def _atari_rom_ids() -> list[str]:
-    roms = _ale_py_roms_dir()
-    if roms is None or not (roms / "md5.json").is_file():
-        return []
-    return sorted(name.removesuffix(".bin") for name in json.loads((roms / "md5.json").read_text()))
+    return sorted(r for r in (name.removesuffix(".bin") for name in _rom_md5s()) if r not in _MULTIPLAYER_ONLY)
 
 
 def rom_path(rom: str) -> Path:
@@ -98,10 +101,21 @@ def rom_path(rom: str) -> Path:
     if roms is None:
         raise ModuleNotFoundError(f"Atari envs read their ROMs from ale-py, which is not installed: {_INSTALL_ALE}")
     path = roms / f"{rom}.bin"
+    where = "$ALE_ROMS_DIR" if os.environ.get("ALE_ROMS_DIR") else f"ale-py ({roms})"
     if not path.is_file():
-        where = "$ALE_ROMS_DIR" if os.environ.get("ALE_ROMS_DIR") else f"ale-py ({roms})"
         raise FileNotFoundError(f"no ROM {path.name} in {where}; fastvec's Atari backend expects {_INSTALL_ALE}")
+    expected = _rom_md5s().get(path.name)
+    if expected is not None and hashlib.md5(path.read_bytes()).hexdigest() != expected:
+        raise ValueError(f"ROM {path} in {where} is corrupted (its MD5 is not ale-py's); reinstall: {_INSTALL_ALE}")
     return path
+
+
+@functools.cache
+def _rom_md5s() -> dict[str, str]:
+    roms = _ale_py_roms_dir()
+    if roms is None or not (roms / "md5.json").is_file():
+        return {}
+    return json.loads((roms / "md5.json").read_text())
 
 
 if _core.has_atari:

@@ -7,6 +7,14 @@ import os
 import numpy as np
 import pytest
 
+import fastvec
+
+
+def env_ids_under_test() -> list[str]:
+    """Every classic env, and Pong for Atari (tests/test_atari.py covers every game on its own)."""
+    ids = fastvec.list_envs()
+    return [e for e in ids if not fastvec.registry.lookup(e).rom] + [e for e in ("Pong-v5",) if e in ids]
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import fastvec
+from conftest import env_ids_under_test
 
 sb3 = pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
     VecFrameStack,
     VecMonitor,
     VecNormalize,
+    VecTransposeImage,
 )
 
 from fastvec.adapters.sb3 import SB3VecEnv  # noqa: E402
@@ -56,7 +58,7 @@ def test_is_a_vecenv_with_the_per_env_spaces():
     env.close()
 
 
-@pytest.mark.parametrize("env_id", fastvec.list_envs())
+@pytest.mark.parametrize("env_id", env_ids_under_test())
 def test_observations_in_space_and_dtypes(env_id):
     env = fastvec.sb3_vec(env_id, N_ENVS, seed=0)
     env.action_space.seed(0)
@@ -289,3 +291,43 @@ def test_ppo_solves_cartpole():
     assert best >= 475, f"mean return {best} after {model.num_timesteps} steps"
     assert len(model.ep_info_buffer) > 0  # episode statistics reached SB3's logger
     print(f"PPO solved CartPole in {model.num_timesteps} steps, {time.time() - start:.1f} s")
+
+
+def test_ppo_cnn_policy_trains_on_pong_with_no_wrapper():
+    """Channel-first uint8 frames are images to SB3: PPO("CnnPolicy") takes them as they come
+    (NatureCNN, /255 scaling, no VecTransposeImage), and an update changes the policy."""
+    from stable_baselines3 import PPO
+
+    env = fastvec.sb3_vec("Pong-v5", 4, seed=0)
+    assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
+    model = PPO("CnnPolicy", env, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    assert not isinstance(model.get_env(), VecTransposeImage)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(256)
+    assert model.num_timesteps >= 256
+    assert any(not np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before, model.policy.parameters()))
+    obs = env.reset()
+    action, _ = model.predict(obs, deterministic=True)
+    assert action.shape == (4,) and np.all((0 <= action) & (action < 6))
+    env.close()
+
+
+def test_vec_frame_stack_over_single_atari_frames():
+    """SB3's own frame stacking over fastvec frames (stack_num=1, channel-first) matches fastvec's stacking."""
+    stacked = VecFrameStack(fastvec.sb3_vec("Pong-v5", 2, stack_num=1, seed=3, noop_max=0), 4)
+    native = fastvec.sb3_vec("Pong-v5", 2, stack_num=4, seed=3, noop_max=0)
+    assert stacked.observation_space.shape == native.observation_space.shape == (4, 84, 84)
+    a, b = stacked.reset(), native.reset()
+    np.testing.assert_array_equal(a[:, -1], b[:, -1])  # SB3 pads with zeros, fastvec repeats the first frame
+    for k in range(20):
+        actions = np.array([k % 6, (k + 1) % 6])
+        a, b = stacked.step(actions)[0], native.step(actions)[0]
+        if k >= 3:
+            np.testing.assert_array_equal(a, b)
+
+
+def test_vec_transpose_image_refuses_channel_first_frames():
+    """fastvec's Atari frames are already channel-first, which SB3's VecTransposeImage refuses by design
+    (its PPO only adds it for channel-last images); nothing to transpose."""
+    with pytest.raises(AssertionError, match="channel last"):
+        VecTransposeImage(fastvec.sb3_vec("Pong-v5", 1))

@@ -421,6 +421,18 @@ def test_unknown_env_id_suggests_a_close_one():
         fastvec.registry.lookup(3)
 
 
+def test_atari_ids_follow_the_build():
+    """With the Atari backend every ale-py game has an id; built with FASTVEC_ATARI=OFF, an Atari id says so."""
+    if fastvec._core.has_atari:
+        assert "Pong-v5" in fastvec.list_envs()
+        with pytest.raises(ValueError, match="did you mean 'Pong-v5'"):
+            fastvec.make("Pongg-v5")
+    else:
+        assert not any(e.endswith("-v5") for e in fastvec.list_envs())
+        with pytest.raises(ValueError, match="FASTVEC_ATARI=OFF"):
+            fastvec.make("Pong-v5")
+
+
 def test_bad_reset_arguments_leave_the_pool_usable():
     env = fastvec.make("CartPole-v1", 4, seed=0, autoreset_mode="disabled")
     env.reset()

@@ -49,10 +49,10 @@ std::unique_ptr<ale::RomSettings> rom_settings(const std::string& path) {
   if (!in) throw core::EnvError("cannot read the ROM file '" + path + "'");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string md5 = ale::stella::MD5(bytes.data(), static_cast<uint32_t>(bytes.size()));
+  // As ALE's loadROM: the game is known by its MD5 or its file name (the
+  // Python side checks the file against ale-py's MD5 list).
   std::unique_ptr<ale::RomSettings> settings(ale::buildRomRLWrapper(path, md5));
-  if (!settings || settings->md5() != md5)
-    throw core::EnvError("'" + path + "' is not a ROM ALE supports (unknown game or MD5 " + md5 +
-                         " does not match; reinstall ale-py)");
+  if (!settings) throw core::EnvError("'" + path + "' is not a ROM ALE supports (unknown game, MD5 " + md5 + ")");
   return settings;
 }
 
@@ -371,12 +371,18 @@ class AtariGame {
         ale_.act(ale::PLAYER_A_NOOP);
         if (ale_.game_over(false)) ale_.reset_game();
       }
-      if (opt_.use_fire_reset && has_fire_) {
-        ale_.act(ale::PLAYER_A_FIRE);
-        if (ale_.game_over(false)) ale_.reset_game();
-      }
       grab(0);
       single_ = true;  // as AtariPreprocessing: the other frame buffer is blank
+    }
+    // Games that wait for FIRE to start (or to serve again after a lost
+    // life) get one step of it, as SB3's FireResetEnv does.
+    if (opt_.use_fire_reset && has_fire_) {
+      step_frames(ale::PLAYER_A_FIRE);
+      if (ale_.game_over(false)) {
+        ale_.reset_game();
+        grab(0);
+        single_ = true;
+      }
     }
     lives_ = ale_.lives();
     head_ = 0;
