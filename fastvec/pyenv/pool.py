@@ -105,12 +105,18 @@ class _Resources:
     release it at garbage collection or interpreter exit without keeping the env alive."""
 
     def __init__(self) -> None:
+        self.pid = os.getpid()  # the process that owns the workers
         self.procs: list[Any] = []
         self.conns: list[Any] = []
         self.mm: mmap.mmap | None = None
         self.buffers: Buffers | None = None
 
     def close(self) -> None:
+        if os.getpid() != self.pid:
+            # A forked child holds a copy of the parent's pool: the workers and the shared memory are
+            # the parent's, so the child only forgets them (shutting them down would stop the parent's).
+            self.procs, self.conns, self.buffers = [], [], None
+            return
         procs, self.procs = self.procs, []
         if self.buffers is not None:
             self.buffers.ctrl[:, SHUTDOWN] = 1
@@ -425,6 +431,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
     # -- helpers ----------------------------------------------------------
 
     def _check_usable(self) -> None:
+        if os.getpid() != self._res.pid:
+            raise RuntimeError(f"this pool was made in process {self._res.pid} and cannot be used after fork "
+                               "(its workers serve the parent only); make a new pool in the child process")
         if self.closed or not self._finalizer.alive:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:

@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -73,6 +75,13 @@ class PyPool {
       py::gil_scoped_release release;
       pool_ = it->second(cfg, opts);
     }
+    // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
+    // main thread raises KeyboardInterrupt there; what is in flight stays
+    // in flight (reset() or close() go on from there).
+    pool_->set_interrupt_check([] {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    });
     const core::Spec& s = pool_->spec();
     obs_shape_ = {pool_->batch_size()};
     obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
@@ -160,22 +169,49 @@ class PyPool {
   }
 
   void reseed(uint64_t seed) {
+    check_process();
     py::gil_scoped_release release;
     pool_->reseed_all(seed);
   }
 
   void drain() {
+    check_process();
     py::gil_scoped_release release;
     pool_->drain();
   }
 
+  // In a forked child, close() only forgets the pool: its threads live in
+  // the parent, and a mutex may have been copied locked.
   void close() {
+    if (foreign()) return;
     py::gil_scoped_release release;
     pool_->close();
   }
 
+  ~PyPool() {
+    if (foreign()) {
+      (void)pool_.release();  // see close(): the parent's pool, not ours to tear down
+    } else if (pool_) {
+      py::gil_scoped_release release;
+      pool_.reset();
+    }
+  }
+  PyPool(const PyPool&) = delete;
+  PyPool& operator=(const PyPool&) = delete;
+
  private:
+  // A pool belongs to the process that made it: fork copies its memory but
+  // not its threads, so a child waiting on it would wait forever.
+  bool foreign() const { return getpid() != pid_; }
+  void check_process() const {
+    if (foreign())
+      throw std::runtime_error("this pool was made in process " + std::to_string(pid_) +
+                               " and cannot be used after fork (its threads run in the parent only); "
+                               "make a new pool in the child process");
+  }
+
   void check_open() const {
+    check_process();
     if (pool_->closed()) throw std::runtime_error("the pool is closed");
   }
 
@@ -289,6 +325,7 @@ class PyPool {
                           values);
   }
 
+  const pid_t pid_ = getpid();
   std::unique_ptr<PoolBase> pool_;
   std::vector<py::ssize_t> obs_shape_;
   py::dtype obs_dtype_;

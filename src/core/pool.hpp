@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "batch.hpp"
+#include "futex.hpp"
 #include "rng.hpp"
 #include "simd.hpp"
 #include "spec.hpp"
@@ -127,6 +129,15 @@ class PoolBase {
   virtual void drain() = 0;
   virtual void close() = 0;
   virtual bool closed() const = 0;
+
+  // Called on the caller's thread every few milliseconds while recv,
+  // recv_rest or drain block, so that the caller can give up (Python: on
+  // Ctrl-C). It may throw; then nothing is received and what is in flight
+  // stays in flight, for a later recv, drain or close. Set it before use.
+  void set_interrupt_check(std::function<void()> check) { interrupt_check_ = std::move(check); }
+
+ protected:
+  std::function<void()> interrupt_check_;
 };
 
 template <class E>
@@ -371,8 +382,8 @@ class Pool final : public PoolBase {
     // Wake a recv waiting on another thread: any change of value wakes it,
     // and it rechecks closed_.
     for (int s = 0; s < num_slots_; ++s) {
-      slots_[s].done.fetch_add(kClosedMark, std::memory_order_acq_rel);
-      slots_[s].done.notify_all();
+      slots_[s].done.fetch_add(kClosedMark, std::memory_order_seq_cst);
+      futex_wake_all(slots_[s].done);
     }
     for (std::thread& t : workers_) {
       if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
@@ -388,7 +399,11 @@ class Pool final : public PoolBase {
 
   struct Slot {
     std::unique_ptr<Batch> batch;
-    std::atomic<int> done{0};  // rows written; release by writers, acquire by recv
+    // Rows written. Writers add (seq_cst) and then wake the recv thread if
+    // it sleeps; the recv thread announces itself in `waiting` (seq_cst)
+    // before its last look at `done`: one of the two always sees the other.
+    std::atomic<int> done{0};
+    std::atomic<int> waiting{0};
   };
 
   // Per-block results of phase one (stepping), owned by the running thread.
@@ -527,7 +542,10 @@ class Pool final : public PoolBase {
         cpu_relax();
         continue;
       }
-      slot.done.wait(d, std::memory_order_acquire);
+      slot.waiting.fetch_add(1, std::memory_order_seq_cst);
+      if (slot.done.load(std::memory_order_seq_cst) == d) futex_wait(slot.done, d, kInterruptPollMs);
+      slot.waiting.fetch_sub(1, std::memory_order_seq_cst);
+      if (interrupt_check_ && slot.done.load(std::memory_order_acquire) == d) interrupt_check_();
     }
   }
 
@@ -718,10 +736,10 @@ class Pool final : public PoolBase {
         if (broken_[base + i]) std::fill(obs + static_cast<size_t>(i) * obs_size_, obs + static_cast<size_t>(i + 1) * obs_size_, Obs{});
     }
     if (ended) out.num_done.fetch_add(ended, std::memory_order_relaxed);
-    // Always notify: drain() and recv_rest() wait for fewer than batch_size
-    // rows. libstdc++ makes no syscall when nobody waits.
-    slot.done.fetch_add(n, std::memory_order_acq_rel);
-    slot.done.notify_all();
+    // Wake a sleeping recv thread at every write: drain() and recv_rest()
+    // wait for fewer than batch_size rows.
+    slot.done.fetch_add(n, std::memory_order_seq_cst);
+    if (slot.waiting.load(std::memory_order_seq_cst)) futex_wake_all(slot.done);
   }
 
   void record_error(int e, const std::string& what, int i, Scratch& s) {
@@ -756,6 +774,7 @@ class Pool final : public PoolBase {
   }
 
   static constexpr int kRecvSpins = 5000;
+  static constexpr int kInterruptPollMs = 20;  // how often a blocked recv lets the caller check for signals
 
   PoolConfig cfg_;
   Spec spec_;
