@@ -72,7 +72,7 @@ register("_Debug-v0", "Debug", hidden=True,
 ATARI_OPTIONS: dict[str, float] = {
     "frame_skip": 4, "img_height": 84, "img_width": 84, "gray_scale": True, "stack_num": 4, "noop_max": 30,
     "use_fire_reset": False, "episodic_life": False, "reward_clip": False, "repeat_action_probability": 0.25,
-    "full_action_space": False,
+    "full_action_space": False, "channels_last": False,
 }
 _ATARI_ID = re.compile(r"^[A-Z][A-Za-z0-9]*-v5$")
 _INSTALL_ALE = f"pip install ale-py=={ALE_PY_VERSION}"

@@ -258,3 +258,15 @@ def test_same_step_autoreset_gives_final_obs():
         assert info["final_obs"][0].shape == (4, 84, 84)
         # the new episode's stack is one frame repeated; the final one is not
         assert all(np.array_equal(obs[0][0], obs[0][k]) for k in range(4))
+
+
+def test_channels_last_is_the_same_frames_transposed():
+    kw = {"num_envs": 2, "seed": 4, "gray_scale": False, "stack_num": 2}
+    with fastvec.make("Pong-v5", **kw) as first, fastvec.make("Pong-v5", channels_last=True, **kw) as last:
+        assert last.single_observation_space.shape == (84, 84, 6)
+        a, _ = first.reset()
+        b, _ = last.reset()
+        for k in range(10):
+            np.testing.assert_array_equal(np.moveaxis(a, 1, -1), b)
+            a = first.step(np.array([k % 6, 2]))[0]
+            b = last.step(np.array([k % 6, 2]))[0]

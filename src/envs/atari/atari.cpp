@@ -320,7 +320,8 @@ AtariOptions::AtariOptions(const core::Options& o)
       use_fire_reset(o.get("use_fire_reset", 0) != 0),
       episodic_life(o.get("episodic_life", 0) != 0),
       reward_clip(o.get("reward_clip", 0) != 0),
-      full_action_space(o.get("full_action_space", 0) != 0) {
+      full_action_space(o.get("full_action_space", 0) != 0),
+      channels_last(o.get("channels_last", 0) != 0) {
   const double p = o.get("repeat_action_probability", 0.25);
   if (!(p >= 0.0 && p <= 1.0))
     throw std::invalid_argument("repeat_action_probability must be in [0, 1], got " + std::to_string(p));
@@ -404,7 +405,21 @@ class AtariGame {
 
   void write_obs(uint8_t* out) const {
     const size_t fs = opt_.frame_size();
-    for (int k = opt_.stack_num - 1; k >= 0; --k, out += fs) std::memcpy(out, frame(k), fs);
+    if (!opt_.channels_last) {
+      for (int k = opt_.stack_num - 1; k >= 0; --k, out += fs) std::memcpy(out, frame(k), fs);
+      return;
+    }
+    // (H, W, stack * C): pixel-major, then frame (oldest first), then channel.
+    const int c = opt_.channels(), depth = opt_.stack_num * c;
+    const size_t plane = static_cast<size_t>(opt_.img_height) * opt_.img_width;
+    for (int k = 0; k < opt_.stack_num; ++k) {
+      const uint8_t* f = frame(opt_.stack_num - 1 - k);
+      for (int ch = 0; ch < c; ++ch) {
+        const uint8_t* src = f + ch * plane;
+        uint8_t* dst = out + k * c + ch;
+        for (size_t p = 0; p < plane; ++p) dst[p * depth] = src[p];
+      }
+    }
   }
 
   int lives() const { return lives_; }
@@ -488,6 +503,7 @@ core::Spec Atari::spec(const core::Options& options) {
   core::Spec s;
   const int64_t channels = opt.channels();
   s.obs_shape = {opt.stack_num * channels, opt.img_height, opt.img_width};
+  if (opt.channels_last) s.obs_shape = {opt.img_height, opt.img_width, opt.stack_num * channels};
   const size_t n = static_cast<size_t>(opt.stack_num) * opt.frame_size();
   s.obs_low.assign(n, 0.0);
   s.obs_high.assign(n, 255.0);

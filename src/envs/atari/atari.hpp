@@ -5,7 +5,7 @@
 //   frame_skip frames per step, max over the last two; grayscale or RGB
 //   through the palette; area resize 210x160 -> img_height x img_width as
 //   OpenCV's INTER_AREA computes it; the last stack_num frames, oldest first,
-//   channel-first; noop starts, sticky actions (inside ALE), fire reset,
+//   channel-first (or channel-last on request); noop starts, sticky actions (inside ALE), fire reset,
 //   episodic life, reward clipping as options.
 //
 // The ALE headers stay in atari.cpp: this header is what the pool sees.
@@ -26,6 +26,7 @@ struct AtariOptions {
   int frame_skip = 4, img_height = 84, img_width = 84, stack_num = 4, noop_max = 30;
   bool gray_scale = true, use_fire_reset = false, episodic_life = false, reward_clip = false;
   bool full_action_space = false;
+  bool channels_last = false;  // (H, W, stack * C) instead of (stack * C, H, W): RLlib's CNNs want it
   float repeat_action_probability = 0.25f;
 
   // Reads and checks the options; throws std::invalid_argument naming the
