@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import gc
 import importlib
 import importlib.metadata
@@ -41,7 +42,15 @@ import numpy as np
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
+ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, ~0.1 s to load each
 QUICK_NUM_ENVS = (8, 256)
+# Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
+# to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
+# clipping, episodes cut at 27,000 steps.
+ATARI = {"frame_skip": 4, "img_height": 84, "img_width": 84, "gray_scale": True, "stack_num": 4, "noop_max": 30,
+         "repeat_action_probability": 0.25, "episodic_life": False, "reward_clip": False, "use_fire_reset": False,
+         "full_action_space": False}
+ATARI_MAX_STEPS = 27_000
 MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
 NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
 CHUNK_SECONDS = 0.01  # the timer is read once per chunk of calls, not per call
@@ -152,9 +161,14 @@ def _classic_only(env_id: str) -> None:
 def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: bool) -> Runner:
     import envpool
 
-    _classic_only(env_id)
     kwargs: dict[str, Any] = {"env_type": "gymnasium", "num_envs": num_envs, "seed": 0,
                               "num_threads": num_threads}
+    if _is_atari(env_id):
+        # All set explicitly: EnvPool 1.2.5 defaults to no sticky actions, fire reset, episodic life and
+        # reward clipping; use_inter_area_resize is the area resize everyone else does.
+        kwargs.update(ATARI, max_episode_steps=ATARI_MAX_STEPS, use_inter_area_resize=True)
+    else:
+        _classic_only(env_id)
     if asynchronous:
         env = envpool.make(env_id, batch_size=num_envs // 2, **kwargs)
         return AsyncRunner(env, _actions(num_envs, np.int32), num_envs // 2)
@@ -163,31 +177,133 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
     return SyncRunner(env, env.step, _actions(num_envs, np.int32), num_envs, env.close)
 
 
+def _ale_id(env_id: str) -> str:
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    return f"ALE/{env_id}"
+
+
+def _gym_atari_kwargs() -> dict[str, Any]:
+    """ALE/<Game>-v5 stepping single frames: the wrappers do the frame skip, as gymnasium's docs say."""
+    return {"frameskip": 1, "repeat_action_probability": ATARI["repeat_action_probability"],
+            "full_action_space": ATARI["full_action_space"], "max_num_frames_per_episode": ATARI_MAX_STEPS * 4}
+
+
+def gym_atari_env(env_id: str) -> Any:
+    """gymnasium's standard Atari pipeline: AtariPreprocessing + FrameStackObservation."""
+    import gymnasium as gym
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    env = gym.make(_ale_id(env_id), **_gym_atari_kwargs())
+    env = AtariPreprocessing(env, noop_max=ATARI["noop_max"], frame_skip=ATARI["frame_skip"],
+                             screen_size=ATARI["img_height"], grayscale_obs=ATARI["gray_scale"])
+    return FrameStackObservation(env, ATARI["stack_num"])
+
+
+def make_ale_vector(env_id: str, num_envs: int, num_threads: int | None, asynchronous: bool) -> Runner:
+    """ale-py's own C++ vector env (EnvPool's design). Async: step(actions) sends to the envs of the last
+    batch received and returns the next batch (it takes no env ids)."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    if not _is_atari(env_id):
+        raise NotAvailable("Atari only")
+    rom = next(r for r in _atari_roms() if r.title().replace("_", "") == env_id.removesuffix("-v5"))
+    batch = num_envs // 2 if asynchronous else num_envs
+    env = AtariVectorEnv(
+        rom, num_envs, batch_size=batch, num_threads=num_threads or 0,
+        max_num_frames_per_episode=ATARI_MAX_STEPS * ATARI["frame_skip"],
+        repeat_action_probability=ATARI["repeat_action_probability"], full_action_space=ATARI["full_action_space"],
+        img_height=ATARI["img_height"], img_width=ATARI["img_width"], grayscale=ATARI["gray_scale"],
+        stack_num=ATARI["stack_num"], frameskip=ATARI["frame_skip"], maxpool=True, noop_max=ATARI["noop_max"],
+        episodic_life=ATARI["episodic_life"], reward_clipping=ATARI["reward_clip"],
+        use_fire_reset=ATARI["use_fire_reset"],
+    )
+    env.reset(seed=0)
+    return SyncRunner(env, env.step, _actions(batch, np.int64), batch, env.close)
+
+
+def _atari_roms() -> list[str]:
+    from ale_py import roms
+
+    return roms.get_all_rom_ids()
+
+
 def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
     import gymnasium as gym
 
-    _classic_only(env_id)
-    if mode == "vector_entry_point" and gym.spec(env_id).vector_entry_point is None:
-        raise NotAvailable("gymnasium has no vector implementation")
-    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+    if _is_atari(env_id):
+        if mode == "vector_entry_point":
+            raise NotAvailable("gymnasium has no vector implementation")
+        fns = [functools.partial(gym_atari_env, env_id)] * num_envs
+        env = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns, context="fork")
+    else:
+        _classic_only(env_id)
+        if mode == "vector_entry_point" and gym.spec(env_id).vector_entry_point is None:
+            raise NotAvailable("gymnasium has no vector implementation")
+        env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
     env.reset(seed=0)
     return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
 
 
 def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
-    _classic_only(env_id)
     # fork, like gymnasium's AsyncVectorEnv here: SB3's default forkserver makes every worker
     # import torch again, which costs minutes at hundreds of workers and nothing once stepping.
-    if subprocess:
-        env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=SubprocVecEnv,
-                           vec_env_kwargs={"start_method": "fork"})
+    cls, cls_kwargs = (SubprocVecEnv, {"start_method": "fork"}) if subprocess else (DummyVecEnv, {})
+    if _is_atari(env_id):
+        # SB3's AtariWrapper (noop starts, max-and-skip, resize, FireResetEnv for games with FIRE) + VecFrameStack.
+        env = make_atari_env(
+            _ale_id(env_id), n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs,
+            env_kwargs=_gym_atari_kwargs(),
+            wrapper_kwargs={"noop_max": ATARI["noop_max"], "frame_skip": ATARI["frame_skip"],
+                            "screen_size": ATARI["img_height"], "terminal_on_life_loss": ATARI["episodic_life"],
+                            "clip_reward": ATARI["reward_clip"]},
+        )
+        env = VecFrameStack(env, n_stack=ATARI["stack_num"])
     else:
-        env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=DummyVecEnv)
+        _classic_only(env_id)
+        env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs or None)
     env.reset()
     return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
+
+
+class RLlibRunner(Runner):
+    """RLlib's EnvRunner.sample() (new API stack, PPO's default torch module: the policy's forward pass
+    is in the loop, as in training), with RLlib's default vectorization or with fastvec."""
+
+    def __init__(self, env_id: str, num_envs: int, use_fastvec: bool) -> None:
+        import torch
+        from ray.rllib.algorithms.ppo import PPOConfig
+        from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+        torch.set_num_threads(1)
+        config = PPOConfig().framework("torch").debugging(seed=0)
+        if use_fastvec:
+            from fastvec.adapters.rllib import configure
+
+            configure(config, env_id, num_envs=num_envs, num_threads=1)
+        else:
+            config.environment(env_id).env_runners(num_envs_per_env_runner=num_envs)
+        config.env_runners(num_env_runners=0)
+        self._runner = SingleAgentEnvRunner(config=config)
+        self.steps_per_call = num_envs
+        self._runner.sample(num_timesteps=num_envs, random_actions=False)
+
+    def run(self, calls: int) -> int:
+        episodes = self._runner.sample(num_timesteps=calls * self.steps_per_call, random_actions=False)
+        return sum(len(e) for e in episodes)
+
+    def close(self) -> None:
+        self._runner.stop()
+
+
+def make_rllib(env_id: str, num_envs: int, use_fastvec: bool) -> Runner:
+    _classic_only(env_id)
+    return RLlibRunner(env_id, num_envs, use_fastvec)
 
 
 def make_ray_actors(env_id: str, num_envs: int) -> Runner:
@@ -262,10 +378,23 @@ CONTENDERS = [
               lambda e, n: make_envpool(e, n, 2, True), needs_batch=True),
     Contender("ray-actors", "Ray, one actor per env (ray.get)", "ray", make_ray_actors, uses_processes=True,
               max_envs=32),
+    Contender("rllib-default", "RLlib EnvRunner.sample(), default vectorization", "ray.rllib",
+              lambda e, n: make_rllib(e, n, False), max_envs=256),
+    Contender("rllib-fastvec", "RLlib EnvRunner.sample() on fastvec", "ray.rllib",
+              lambda e, n: make_rllib(e, n, True), max_envs=256),
+    Contender("ale-py", "ale-py AtariVectorEnv sync (default threads)", "ale_py",
+              lambda e, n: make_ale_vector(e, n, None, False)),
+    Contender("ale-py-t1", "ale-py AtariVectorEnv sync, num_threads=1", "ale_py",
+              lambda e, n: make_ale_vector(e, n, 1, False)),
+    Contender("ale-py-t2", "ale-py AtariVectorEnv sync, num_threads=2", "ale_py",
+              lambda e, n: make_ale_vector(e, n, 2, False)),
+    Contender("ale-py-async", "ale-py AtariVectorEnv async (default threads)", "ale_py",
+              lambda e, n: make_ale_vector(e, n, None, True), needs_batch=True),
 ]
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
 DEFAULT_CONTENDERS = ("fastvec", "fastvec-async", "fastvec-python", "gym-numpy", "gym-async", "sb3-dummy",
-                      "sb3-subproc", "envpool-t1", "envpool-async-t1", "ray-actors")
+                      "sb3-subproc", "envpool-t1", "envpool-async-t1", "ray-actors", "rllib-default",
+                      "rllib-fastvec", "ale-py", "ale-py-async")
 ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
 
 
@@ -441,7 +570,7 @@ def source_state() -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("fastvec", "numpy", "gymnasium", "stable-baselines3", "envpool", "torch"):
+    for dist in ("fastvec", "numpy", "gymnasium", "ale-py", "stable-baselines3", "envpool", "torch", "ray"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -712,7 +841,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"under a minute: CartPole only, num_envs {' '.join(map(str, QUICK_NUM_ENVS))}, "
                         "1 x 0.3 s, no memory probe")
     p.add_argument("--envs", nargs="+", metavar="ENV_ID", help=f"env ids (default: {' '.join(DEFAULT_ENVS)})")
-    p.add_argument("--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096)")
+    p.add_argument("--num-envs", type=int, nargs="+",
+                   help="num_envs values (default: 1 8 256 4096; Atari: 1 8 32)")
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
     p.add_argument("--contenders", nargs="+", default=list(DEFAULT_CONTENDERS), metavar="PATTERN",
@@ -736,6 +866,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     quick = args.quick
     args.envs = args.envs or (["CartPole-v1"] if quick else list(DEFAULT_ENVS))
+    args.sizes_given = args.num_envs is not None
     args.num_envs = args.num_envs or list(QUICK_NUM_ENVS if quick else DEFAULT_NUM_ENVS)
     args.seconds = args.seconds if args.seconds is not None else (0.3 if quick else 2.0)
     args.reps = args.reps if args.reps is not None else (1 if quick else 3)
@@ -775,12 +906,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
               file=sys.stderr)
 
-    sizes = sorted(set(args.num_envs))
-    total = len(args.envs) * len(sizes) * len(args.chosen) * args.reps
+    def sizes_of(env_id: str) -> list[int]:
+        given = args.sizes_given or not _is_atari(env_id)
+        return sorted(set(args.num_envs if given else ATARI_NUM_ENVS))
+
+    total = sum(len(sizes_of(e)) for e in args.envs) * len(args.chosen) * args.reps
     results: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     with tqdm(total=total, desc="fastvec bench", unit="run", file=sys.stderr) as progress:
         for env_id in args.envs:
+            sizes = sizes_of(env_id)
             grid: dict[int, dict[str, Cell]] = {}
             for n in sizes:
                 progress.set_postfix_str(f"{env_id} num_envs={n}")
@@ -803,6 +938,8 @@ def main(argv: list[str] | None = None) -> int:
                            "load": load, "wall_seconds": elapsed, "envs": {}}
     for env_id, res in results.items():
         grid, memory = res["grid"], res["memory"]
+        sizes = sorted(grid)
+        frames = ATARI["frame_skip"] if _is_atari(env_id) else 1
         report += [f"## {env_id}", ""]
         if not any(cell.steps_per_s for cells in grid.values() for cell in cells.values()):
             statuses = sorted({cell.status for cells in grid.values() for cell in cells.values()})
@@ -811,7 +948,8 @@ def main(argv: list[str] | None = None) -> int:
                                                for n, cells in grid.items()}}
             continue
         if _is_atari(env_id):
-            report += ["Atari: frames/s = 4 x steps/s (frame skip 4).", ""]
+            report += [f"Atari: frames/s = {frames} x steps/s (frame skip {frames}); same settings on every "
+                       "contender: sticky actions 0.25, noop starts up to 30, 84x84 grayscale, 4 frames.", ""]
         report.append(markdown_table(args.chosen, sizes, grid, memory))
         report += ["", ratio_table(args.chosen, sizes, grid), ""]
         png = os.path.join(args.out, f"{env_id}.png")
@@ -821,6 +959,7 @@ def main(argv: list[str] | None = None) -> int:
             report += ["plot: matplotlib is not installed (pip install 'fastvec[bench]')", ""]
         doc["envs"][env_id] = {
             "results": {str(n): {k: {"status": c.status, "median_steps_per_s": c.median,
+                                     "median_frames_per_s": c.median * frames if c.median else None,
                                      "steps_per_s": c.steps_per_s, "us_per_call": c.us_per_call,
                                      "other_cpu_share": c.other_cpu}
                                  for k, c in cells.items()} for n, cells in grid.items()},

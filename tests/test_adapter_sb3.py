@@ -12,9 +12,9 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import env_ids_under_test
 
 import fastvec
-from conftest import env_ids_under_test
 
 sb3 = pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
@@ -305,7 +305,8 @@ def test_ppo_cnn_policy_trains_on_pong_with_no_wrapper():
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(256)
     assert model.num_timesteps >= 256
-    assert any(not np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before, model.policy.parameters()))
+    after = model.policy.parameters()
+    assert any(not np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before, after, strict=True))
     obs = env.reset()
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (4,) and np.all((0 <= action) & (action < 6))

@@ -52,7 +52,8 @@ def _reference(game: str, **kw) -> gym.Env:
     return FrameStackObservation(AtariPreprocessing(base, noop_max=0, frame_skip=4, screen_size=84, **kw), 4)
 
 
-@pytest.mark.parametrize(("game", "steps", "seed"), [("Pong", 1200, 0), ("Breakout", 600, 1), ("SpaceInvaders", 600, 2)])
+@pytest.mark.parametrize(("game", "steps", "seed"),
+                         [("Pong", 1200, 0), ("Breakout", 600, 1), ("SpaceInvaders", 600, 2)])
 def test_parity_with_gymnasium_atari_preprocessing(game, steps, seed):
     """Same actions -> same rewards, terminations and lives, and the same pixels: the area resize is
     OpenCV's INTER_AREA computed exactly, with OpenCV's float order for exact ties; a handful of ties

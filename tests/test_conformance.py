@@ -11,13 +11,13 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import env_ids_under_test
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, iterate
 from gymnasium.wrappers.vector import DictInfoToList, RecordEpisodeStatistics
 
 import fastvec
-from conftest import env_ids_under_test
 
 gym.register_envs(ale_py)
 ATARI_IDS = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).rom]

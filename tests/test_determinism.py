@@ -6,9 +6,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import env_ids_under_test
 
 import fastvec
-from conftest import env_ids_under_test
 
 ENV_IDS = env_ids_under_test()
 N = 8
