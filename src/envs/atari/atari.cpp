@@ -341,6 +341,7 @@ class AtariGame {
     ale_.setFloat("repeat_action_probability", opt.repeat_action_probability);
     ale_.setInt("frame_skip", 1);
     ale_.setInt("max_num_frames_per_episode", 0);  // the pool truncates
+    ale_.setBool("color_averaging", false);         // not built in: ale_phosphor_blend.cpp
     ale_.loadROM(opt.rom);
     const ale::ColourPalette& palette = ale_.theOSystem->colourPalette();
     for (int v = 0; v < 256; ++v) {
