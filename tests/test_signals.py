@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -37,8 +38,9 @@ def make_pool(backend, **kw):
 
 
 def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    # From a scratch directory, so that the installed fastvec is imported, not the source tree.
     return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, cwd=tempfile.gettempdir())
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])
