@@ -38,35 +38,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from fastvec import bench
 
-GAME = "pong"
-NUM_ACTIONS = 6  # Pong's minimal action set, the same in every contender
-FRAME_SKIP = 4
-MAX_EPISODE_STEPS = 27_000
+ENV_ID, GAME = "Pong-v5", "pong"
 DEFAULT_NUM_ENVS = (1, 4, 8, 16, 32)
 MEMORY_NUM_ENVS = 16
-NUM_ACTION_ROWS = 64
-
-# EnvPool's option names, the ones fastvec takes; every contender below gets the same settings in its own names.
-ATARI = {
-    "frame_skip": FRAME_SKIP, "img_height": 84, "img_width": 84, "gray_scale": True, "stack_num": 4,
-    "noop_max": 30, "episodic_life": False, "reward_clip": False, "repeat_action_probability": 0.25,
-    "full_action_space": False, "use_fire_reset": False,
-}
+# The contenders and their settings are fastvec bench's (fastvec/bench.py): EnvPool's option names, the ones
+# fastvec takes; every contender gets the same settings in its own names.
+ATARI = bench.ATARI
+FRAME_SKIP = ATARI["frame_skip"]
+MAX_EPISODE_STEPS = bench.ATARI_MAX_STEPS
 
 
 # -- runners -------------------------------------------------------------------
 
 
-def _actions(batch: int, dtype: type) -> np.ndarray:
-    return np.random.default_rng(12345).integers(0, NUM_ACTIONS, size=(NUM_ACTION_ROWS, batch)).astype(dtype)
-
-
-def _batch(num_envs: int, asynchronous: bool) -> int:
-    return max(1, num_envs // 2) if asynchronous else num_envs
+def _asynchronous(num_envs: int, asynchronous: bool) -> bool:
+    """Async runs use batch_size = num_envs // 2; with one env that is the sync pool."""
+    return asynchronous and num_envs >= 2
 
 
 class Timed:
@@ -115,94 +104,23 @@ class LoopBaseline:
 
 
 def make_fastvec(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    import fastvec
-
-    batch = _batch(num_envs, asynchronous)
-    env = fastvec.make("Pong-v5", num_envs=num_envs, num_threads=num_threads, batch_size=batch, seed=0,
-                       max_episode_steps=MAX_EPISODE_STEPS, **ATARI)
-    if asynchronous:
-        return Timed(bench.AsyncRunner(env, _actions(batch, np.int64), batch))
-    env.reset()
-    return Timed(bench.SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close))
+    return Timed(bench.make_fastvec(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_envpool(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    import envpool
-
-    # All set explicitly: EnvPool 1.2.5 defaults to sticky actions 0 and use_fire_reset=True.
-    batch = _batch(num_envs, asynchronous)
-    env = envpool.make("Pong-v5", env_type="gymnasium", num_envs=num_envs, batch_size=batch, num_threads=num_threads,
-                       seed=0, max_episode_steps=MAX_EPISODE_STEPS, use_inter_area_resize=True, **ATARI)
-    if asynchronous:
-        return Timed(bench.AsyncRunner(env, _actions(batch, np.int32), batch))
-    env.reset()
-    return Timed(bench.SyncRunner(env, env.step, _actions(num_envs, np.int32), num_envs, env.close))
+    return Timed(bench.make_envpool(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_ale_vector(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    from ale_py.vector_env import AtariVectorEnv
-
-    # Async: reset returns the first batch; step(actions) sends them to the envs of the last batch
-    # received and receives the next batch (ale-py's send takes no env ids).
-    batch = _batch(num_envs, asynchronous)
-    env = AtariVectorEnv(
-        GAME, num_envs, batch_size=batch, num_threads=num_threads,
-        max_num_frames_per_episode=MAX_EPISODE_STEPS * FRAME_SKIP,
-        repeat_action_probability=ATARI["repeat_action_probability"], full_action_space=ATARI["full_action_space"],
-        img_height=ATARI["img_height"], img_width=ATARI["img_width"], grayscale=ATARI["gray_scale"],
-        stack_num=ATARI["stack_num"], frameskip=FRAME_SKIP, maxpool=True, noop_max=ATARI["noop_max"],
-        episodic_life=ATARI["episodic_life"], reward_clipping=ATARI["reward_clip"],
-        use_fire_reset=ATARI["use_fire_reset"],
-    )
-    env.reset(seed=0)
-    return Timed(bench.SyncRunner(env, env.step, _actions(batch, np.int64), batch, env.close))
-
-
-def _gym_ale_kwargs() -> dict[str, Any]:
-    """ALE/Pong-v5 stepping single frames; the wrappers do the frame skip."""
-    return {"frameskip": 1, "repeat_action_probability": ATARI["repeat_action_probability"],
-            "full_action_space": ATARI["full_action_space"], "max_num_frames_per_episode": MAX_EPISODE_STEPS * 4}
+    return Timed(bench.make_ale_vector(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_sb3(num_envs: int) -> Timed:
-    import ale_py
-    import gymnasium as gym
-    from stable_baselines3.common.env_util import make_atari_env
-    from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
-
-    gym.register_envs(ale_py)
-    # fork: SB3's default forkserver makes every worker import torch again (minutes at 32 workers on 2 cores).
-    # AtariWrapper always adds FireResetEnv for games with FIRE (Pong): 2 extra steps per episode reset.
-    env = make_atari_env(
-        "ALE/Pong-v5", n_envs=num_envs, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"},
-        env_kwargs=_gym_ale_kwargs(),
-        wrapper_kwargs={"noop_max": ATARI["noop_max"], "frame_skip": FRAME_SKIP, "screen_size": ATARI["img_height"],
-                        "terminal_on_life_loss": ATARI["episodic_life"], "clip_reward": ATARI["reward_clip"]},
-    )
-    env = VecFrameStack(env, n_stack=ATARI["stack_num"])
-    env.reset()
-    return Timed(bench.SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close))
-
-
-def _gym_pong() -> Any:
-    import gymnasium as gym
-    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
-
-    env = gym.make("ALE/Pong-v5", **_gym_ale_kwargs())
-    env = AtariPreprocessing(env, noop_max=ATARI["noop_max"], frame_skip=FRAME_SKIP, screen_size=ATARI["img_height"],
-                             terminal_on_life_loss=ATARI["episodic_life"], grayscale_obs=ATARI["gray_scale"],
-                             scale_obs=False)
-    return FrameStackObservation(env, ATARI["stack_num"])
+    return Timed(bench.make_sb3(ENV_ID, num_envs, subprocess=True))
 
 
 def make_gym_async(num_envs: int) -> Timed:
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    env = gym.vector.AsyncVectorEnv([_gym_pong] * num_envs, context="fork")
-    env.reset(seed=0)
-    return Timed(bench.SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close))
+    return Timed(bench.make_gymnasium(ENV_ID, num_envs, "async"))
 
 
 # -- contenders ----------------------------------------------------------------

@@ -119,9 +119,22 @@ class AsyncRunner(Runner):
         self.env.close()
 
 
-def _actions(num_envs: int, dtype: type) -> np.ndarray:
+def _actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1") -> np.ndarray:
+    """Uniformly random actions, drawn before timing (CartPole: 2 actions; an Atari game: its minimal set)."""
     rng = np.random.default_rng(12345)
-    return rng.integers(0, 2, size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
+    return rng.integers(0, _num_actions(env_id), size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
+
+
+@functools.cache
+def _num_actions(env_id: str) -> int:
+    if not _is_atari(env_id):
+        return 2
+    import gymnasium as gym
+
+    env = gym.make(_ale_id(env_id))
+    n = int(env.action_space.n)
+    env.close()
+    return n
 
 
 class NotAvailable(Exception):
@@ -147,10 +160,10 @@ def _fastvec_runner(env_id: str, num_envs: int, asynchronous: bool, **kwargs: An
 
     if asynchronous:
         env = fastvec.make(env_id, num_envs, batch_size=num_envs // 2, seed=0, **kwargs)
-        return AsyncRunner(env, _actions(num_envs, np.int64), num_envs // 2)
+        return AsyncRunner(env, _actions(num_envs, np.int64, env_id), num_envs // 2)
     env = fastvec.make(env_id, num_envs, seed=0, **kwargs)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
 
 
 def _classic_only(env_id: str) -> None:
@@ -171,10 +184,10 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
         _classic_only(env_id)
     if asynchronous:
         env = envpool.make(env_id, batch_size=num_envs // 2, **kwargs)
-        return AsyncRunner(env, _actions(num_envs, np.int32), num_envs // 2)
+        return AsyncRunner(env, _actions(num_envs, np.int32, env_id), num_envs // 2)
     env = envpool.make(env_id, **kwargs)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int32), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions(num_envs, np.int32, env_id), num_envs, env.close)
 
 
 def _ale_id(env_id: str) -> str:
@@ -221,7 +234,7 @@ def make_ale_vector(env_id: str, num_envs: int, num_threads: int | None, asynchr
         use_fire_reset=ATARI["use_fire_reset"],
     )
     env.reset(seed=0)
-    return SyncRunner(env, env.step, _actions(batch, np.int64), batch, env.close)
+    return SyncRunner(env, env.step, _actions(batch, np.int64, env_id), batch, env.close)
 
 
 def _atari_roms() -> list[str]:
@@ -244,7 +257,7 @@ def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
             raise NotAvailable("gymnasium has no vector implementation")
         env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
     env.reset(seed=0)
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
 
 
 def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
@@ -268,7 +281,7 @@ def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
         _classic_only(env_id)
         env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs or None)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
 
 
 class RLlibRunner(Runner):
