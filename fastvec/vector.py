@@ -293,7 +293,9 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def _result(self, r: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         obs, reward, terminated, truncated, env_id, extras, values = r
-        info = self._values({"env_id": env_id}, values)
+        info: dict[str, Any] = {"env_id": env_id}
+        if values is not None:
+            self._values(info, values)
         if extras is not None:
             done, ep_return, ep_length, final_obs = extras
             stats = {"episode_return": ep_return, "_episode_return": done,
