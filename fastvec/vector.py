@@ -80,7 +80,7 @@ def make(
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps or 0
     else:
-        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     options = _env_options(entry, env_kwargs)
     string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
     seeded = seed is not None
@@ -111,6 +111,8 @@ def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, float]:
             raise TypeError(f"{entry.id} got an unexpected keyword argument {name!r} (accepted: {accepted})")
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
             raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
+        if not np.isfinite(value):
+            raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
         options[name] = value
     return {k: float(v) for k, v in options.items()}
 
@@ -277,6 +279,8 @@ class VectorEnv(gym.vector.VectorEnv):
             ids = mask_ids
         else:
             ids = np.asarray(ids)
+            if ids.size == 0:
+                ids = ids.astype(np.int64)  # [] is float64 to numpy
             if ids.ndim == 0:
                 ids = ids.reshape(1)
         seeds = self._seeds(seed, len(ids)) if seed is not None else []

@@ -11,21 +11,27 @@ were in flight and are distinct, reset rows that are resets, truncation exactly 
 ``max_episode_steps``, episode statistics when and only when an episode ends. After every refused call
 a valid follow-up call must succeed: a refusal never breaks the pool.
 
-Three machines: native classic-control pools (sync and async), a tiny native Atari pool (Pong-v5, one
-or two envs) and Python-env pools (worker processes; CartPole, Pendulum, Blackjack). A call that hangs
-for ``CALL_TIMEOUT`` seconds fails the run with every thread's stack and the calls before it: a hang
-inside native code cannot be interrupted by pytest-timeout's signal method.
+Three machines: native classic-control pools (sync and async; also closed, or stepped, from a second
+thread), a tiny native Atari pool (Pong-v5, one to three envs) and Python-env pools (worker processes;
+CartPole, Pendulum, Blackjack). A call that hangs for ``CALL_TIMEOUT`` seconds fails the run with every
+thread's stack and the calls before it: a hang inside native code cannot be interrupted by
+pytest-timeout's signal method.
 
-``FASTVEC_FUZZ_EXAMPLES=N`` runs N sequences of the native classic machine and N // 20 of each of the
-others (CI runs the defaults, about a minute on 2 cores). A long local run, with hypothesis' counts:
+``FASTVEC_FUZZ_EXAMPLES=N`` runs N sequences of the native classic machine and N // 10 of each of the
+others; CI runs the defaults (250, 20 and 20: under a minute on 2 cores). A long local run (``-s`` prints
+each machine's sequence and call counts; hypothesis keeps every sequence, about 0.3 MB each, so split
+runs of many thousands):
 
-    FASTVEC_FUZZ_EXAMPLES=9000 pytest tests/test_fuzz.py -o faulthandler_timeout=0 \\
-        --hypothesis-show-statistics
+    FASTVEC_FUZZ_EXAMPLES=8400 pytest tests/test_fuzz.py -s -o faulthandler_timeout=0
+
+Bugs the fuzzer found are kept out of its inputs (each exclusion says so) and pinned by the xfail tests
+at the end of this file.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import functools
 import gc
 import os
 import sys
@@ -39,7 +45,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector.utils import batch_space
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -66,7 +71,7 @@ CLASSIC_OPTIONS = {
     "MountainCar-v0": {"goal_velocity": st.floats(-0.07, 0.07)},
     "MountainCarContinuous-v0": {"goal_velocity": st.floats(-0.07, 0.07)},
     "Pendulum-v1": {"g": st.floats(0.0, 20.0)},
-}
+}  # finite (known bug: test_non_finite_env_option_is_refused)
 ATARI_OPTIONS = {
     "frame_skip": st.integers(1, 5), "stack_num": st.integers(1, 4), "img_height": st.sampled_from([84, 42, 210]),
     "img_width": st.sampled_from([84, 42, 160]), "noop_max": st.integers(0, 30), "gray_scale": st.booleans(),
@@ -137,7 +142,7 @@ class Model:
         self.closed = False
         self.state = np.full(self.n, FRESH, np.uint8)
         self.resetting = np.zeros(self.n, bool)  # the env's pending row is a reset
-        self.ended = np.zeros(self.n, bool)  # its last step ended an episode (next_step: it resets next; disabled: must)
+        self.ended = np.zeros(self.n, bool)  # its last step ended an episode (it resets next, or must be reset)
         self.elapsed = np.zeros(self.n, np.int64)
         self.ret = np.zeros(self.n, np.float64)
         self.last_obs: list[Any] = [None] * self.n
@@ -186,6 +191,12 @@ def check_obs(space: gym.Space, obs: Any, rows: int, what: str) -> None:
         assert space.contains(row), f"{what}: row {i} {row!r} outside {space}"
 
 
+# Hypothesis replays and shrinks a sequence by replaying its draws, so what is drawn (how many values, from
+# which strategy) may depend only on earlier draws, never on the pool's results: async rows come back in
+# completion order and unseeded episodes end at random steps. Every draw below has a shape fixed by the
+# pool's configuration (num_envs, spaces); the current state only interprets what was drawn.
+
+@functools.cache
 def seeds_valid(n: int) -> st.SearchStrategy:
     one = st.integers(0, 2**64 - 1)
     return st.one_of(
@@ -195,6 +206,7 @@ def seeds_valid(n: int) -> st.SearchStrategy:
     )
 
 
+@functools.cache
 def seeds_invalid(n: int) -> st.SearchStrategy:
     """(seed, errors): one mistake each."""
     return st.sampled_from([
@@ -204,19 +216,54 @@ def seeds_invalid(n: int) -> st.SearchStrategy:
     ])
 
 
-def draw_actions(data: st.DataObject, space: gym.Space, rows: int, native: bool, valid: bool) -> tuple[Any, set]:
-    """Actions for ``rows`` envs and the errors they deserve (empty: valid)."""
+@functools.cache
+def seed_lists(n: int) -> st.SearchStrategy:
+    """None, or n per-env seeds (the caller keeps as many as it resets)."""
+    return st.one_of(st.none(), st.lists(st.one_of(st.none(), st.integers(0, 2**64 - 1)), min_size=n, max_size=n))
+
+
+@functools.cache
+def env_bits(n: int) -> st.SearchStrategy:
+    """A set of envs, as bits; the caller keeps those its call needs (e.g. the idle ones)."""
+    return st.integers(0, 2**n - 1)
+
+
+def bits_mask(bits: int, n: int) -> np.ndarray:
+    return (bits >> np.arange(n)) & 1 == 1
+
+
+@functools.cache
+def _int_rows(lo: int, hi: int, n: int) -> st.SearchStrategy:
+    return st.lists(st.integers(lo, hi), min_size=n, max_size=n)
+
+
+@functools.cache
+def _float_rows(size: int, wide: bool) -> st.SearchStrategy:
+    # Not beyond float32 (known bug: test_python_pool_refuses_actions_that_overflow_float32).
+    return st.lists(st.floats(-1e6, 1e6) if wide else st.floats(-1.0, 1.0), min_size=size, max_size=size)
+
+
+DISCRETE_FORMS = st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "list"])
+BOX_FORMS = st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"])
+BAD_DISCRETE = st.sampled_from(["short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge",
+                                "bool", "ragged"])
+BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "short", "long", "trailing", "str", "complex", "bool", "scalar"])
+
+
+def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool,
+                 valid: bool) -> tuple[Any, set]:
+    """Actions for ``rows`` (at most ``n + 1``: an env listed twice) of the pool's ``n`` envs, and the errors
+    they deserve (empty: valid). The draws are the same for any ``rows``."""
+    row = data.draw(st.integers(0, max(n - 1, 0)), label="row") % max(rows, 1)
     if isinstance(space, gym.spaces.Discrete):
-        lo, n = int(space.start), int(space.n)
+        lo, k = int(space.start), int(space.n)
         if valid:
-            values = data.draw(st.lists(st.integers(lo, lo + n - 1), min_size=rows, max_size=rows), label="actions")
-            form = data.draw(st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "list"]), label="form")
+            values = data.draw(_int_rows(lo, lo + k - 1, n + 1), label="actions")[:rows]
+            form = data.draw(DISCRETE_FORMS, label="form")
             if form == "list" and rows:
                 return values, set()
             return np.array(values, dtype=np.int64 if form == "list" else form), set()
-        kind = data.draw(st.sampled_from([
-            "short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge", "bool", "ragged",
-        ]), label="bad actions")
+        kind = data.draw(BAD_DISCRETE, label="bad actions")
         good = np.full(rows, lo, np.int64)
         if kind == "short" and rows > 0:
             return good[1:], {ValueError}
@@ -236,8 +283,7 @@ def draw_actions(data: st.DataObject, space: gym.Space, rows: int, native: bool,
             if rows == 0:
                 return np.zeros(1, np.int64), {ValueError}
             bad = good.copy()
-            k = data.draw(st.integers(0, rows - 1), label="bad row")
-            bad[k] = {"low": lo - 1, "high": lo + n, "huge": 2**40}[kind]
+            bad[row] = {"low": lo - 1, "high": lo + k, "huge": 2**40}[kind]
             return bad, {ValueError}
         if kind == "bool":
             # Native: a bool array is not an integer array. The Python-env pool takes bools as 0/1.
@@ -246,11 +292,11 @@ def draw_actions(data: st.DataObject, space: gym.Space, rows: int, native: bool,
     assert isinstance(space, gym.spaces.Box)
     shape = (rows, *space.shape)
     if valid:
-        inside = data.draw(st.booleans(), label="inside bounds")
-        bound = st.floats(-1.0, 1.0) if inside else st.floats(-1e6, 1e6)
-        flat = data.draw(st.lists(bound, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))), label="actions")
+        per_env = int(np.prod(space.shape))
+        wide = data.draw(st.booleans(), label="outside the bounds")
+        flat = data.draw(_float_rows((n + 1) * per_env, wide), label="actions")[:rows * per_env]
         arr = np.array(flat, np.float64).reshape(shape)
-        form = data.draw(st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"]), label="form")
+        form = data.draw(BOX_FORMS, label="form")
         if form == "flat" and space.shape == (1,):
             return arr.reshape(rows).astype(np.float32), set()
         if form == "list" and rows:
@@ -260,14 +306,13 @@ def draw_actions(data: st.DataObject, space: gym.Space, rows: int, native: bool,
         if form == "float16":
             return np.clip(arr, -1, 1).astype(np.float16), set()
         return arr.astype(np.float64 if form == "float64" else np.float32), set()
-    kind = data.draw(st.sampled_from(["nan", "inf", "-inf", "short", "long", "trailing", "str", "complex", "bool",
-                                      "scalar"]), label="bad actions")
+    kind = data.draw(BAD_BOX, label="bad actions")
     good = np.zeros(shape, np.float32)
     if kind in ("nan", "inf", "-inf"):
         if rows == 0:
             return np.zeros((1, *space.shape), np.float32), {ValueError}
         bad = good.copy()
-        bad.reshape(rows, -1)[data.draw(st.integers(0, rows - 1), label="bad row"), 0] = float(kind)
+        bad.reshape(rows, -1)[row, 0] = float(kind)
         return bad, {ValueError}
     if kind == "short" and rows > 0:
         return good[1:], {ValueError}
@@ -285,6 +330,12 @@ def draw_actions(data: st.DataObject, space: gym.Space, rows: int, native: bool,
     return 0.5, {ValueError}
 
 
+def simple_actions(space: gym.Space, rows: int) -> np.ndarray:
+    if isinstance(space, gym.spaces.Discrete):
+        return np.full(rows, int(space.start), np.int64)
+    return np.zeros((rows, *space.shape), np.float32)
+
+
 # -- the machine -------------------------------------------------------------------------------
 
 
@@ -293,6 +344,7 @@ class PoolMachine(RuleBasedStateMachine):
 
     native = True
     fixed_pool = False  # costly pools (Atari, Python envs): a new one only after the old one is closed
+    background_calls = 500  # calls a thread makes in the threaded rules (Atari steps are slow)
     sequences = 0  # sequences run (each is one instance), shrinking included
     calls = 0
 
@@ -353,7 +405,12 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         done_mask = info.get("_episode_return", np.zeros(len(ids), bool))
         if rew is None or observed is not None:
-            assert not done_mask.any(), f"{what}: a reset reports episode statistics: {info}"
+            stale = done_mask
+            if observed is not None and not self.native:
+                # Known bug: the Python-env pool repeats the last step's episode statistics for envs a partial
+                # reset did not reset (test_python_partial_reset_reports_no_stale_episode_statistics).
+                stale = done_mask & ~observed
+            assert not stale.any(), f"{what}: a reset reports episode statistics: {info}"
         for r, e in enumerate(ids.tolist()):
             row_obs = _space_row(self.env.single_observation_space, obs, r)
             if observed is not None and observed[e]:
@@ -442,8 +499,10 @@ class PoolMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def make_pool(self, data):
         self._make(data)
+        if data.draw(st.booleans(), label="start with reset()?"):
+            self._full_reset(None, "reset()")
 
-    @precondition(lambda self: not self.fixed_pool or self.model.closed)
+    @precondition(lambda self: self.model.closed or (not self.fixed_pool and self.ops_since_make >= 15))
     @rule(data=st.data())
     def make_another_pool(self, data):
         if not self.model.closed:
@@ -454,10 +513,10 @@ class PoolMachine(RuleBasedStateMachine):
     def make_with_a_bad_argument(self, data):
         args, kwargs, errors = self._draw_bad_make(data)
         what = f"fastvec.make(*{_short(args)}, **{_short(kwargs)})"
-        ok, env = self._call(what, lambda: fastvec.make(*args, **kwargs), errors)
+        self._call(what, lambda: fastvec.make(*args, **kwargs), errors)
         self._follow_up()
 
-    @precondition(lambda self: not self.fixed_pool or self.ops_since_make >= 8 or self.model.closed)
+    @precondition(lambda self: self.ops_since_make >= 10 or self.model.closed)
     @rule(how=st.sampled_from(["close", "twice", "gc"]), data=st.data())
     def close(self, how, data):
         if self.env is None:
@@ -466,14 +525,17 @@ class PoolMachine(RuleBasedStateMachine):
             self._call("close() of a closed pool", self.env.close, set())
             return
         self._close_pool(how)
-        if how == "gc" and not self.fixed_pool:
+        if how == "gc" or data.draw(st.booleans(), label="make another now?"):
             self._make(data)
 
     def teardown(self) -> None:
         if self.env is not None and not self.model.closed:
             self._close_pool("close")
         self.env = None
-        if self.native:
+        if self.native:  # a joined thread may linger in /proc for a moment after pthread_join returns
+            deadline = time.monotonic() + 2.0
+            while len(os.listdir("/proc/self/task")) > self.threads_before and time.monotonic() < deadline:
+                time.sleep(0.001)
             after = len(os.listdir("/proc/self/task"))
             assert after <= self.threads_before, f"threads: {self.threads_before} before, {after} after closing"
 
@@ -518,75 +580,90 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         if self.env is None:
             return
-        kind = data.draw(st.sampled_from(["full", "full", "bad seed", "mask", "env_id", "bad options"]), label="reset")
+        kind = data.draw(st.sampled_from(["full", "bad seed", "mask", "mask", "env_id", "bad options"]), label="reset")
         if kind == "full":
             self._full_reset(data.draw(seeds_valid(m.n), label="seed"), "reset(seed)")
-            return
-        if kind == "bad seed":
+        elif kind == "bad seed":
             seed, errors = data.draw(seeds_invalid(m.n), label="bad seed")
             self._full_reset(seed, f"reset(seed={_short(seed)})", errors)
             self._follow_up()
-            return
-        self._partial_reset(data, kind)
+        elif kind == "bad options":
+            self._bad_partial_reset(data)
+        else:
+            self._partial_reset(data, kind)
+
+    def _bad_partial_reset(self, data: st.DataObject) -> None:
+        m = self.model
+        bad = data.draw(st.sampled_from([
+            "unknown key", "both keys", "mask list", "mask int", "mask shape", "mask empty", "id range", "id twice",
+            "id float", "id 2-D", "not a dict",
+        ]), label="bad options")
+        full = np.ones(m.n, bool)
+        options, errors = {
+            "unknown key": ({"colour": 1}, {ValueError}),
+            "both keys": ({"reset_mask": full, "env_id": [0]}, {ValueError}),
+            "mask list": ({"reset_mask": full.tolist()}, {TypeError}),
+            "mask int": ({"reset_mask": full.astype(np.int8)}, {TypeError}),
+            "mask shape": ({"reset_mask": np.ones(m.n + 1, bool)}, {ValueError}),
+            "mask empty": ({"reset_mask": np.zeros(m.n, bool)}, {ValueError}),
+            "id range": ({"env_id": [m.n]}, {ValueError}),
+            "id twice": ({"env_id": [0, 0]}, {ValueError}),
+            "id float": ({"env_id": [0.0]}, {TypeError}),
+            "id 2-D": ({"env_id": [[0]]}, {TypeError}),
+            "not a dict": ([("colour", 1, 2)], {TypeError, ValueError}),
+        }[bad]
+        if not m.sync and bad != "not a dict":
+            errors = errors | {ValueError}  # partial resets need batch_size == num_envs, checked first
+        what = f"reset(options={_short(options)})"
+        self._call(what, lambda: self.env.reset(options=options), self._closed_errors(errors))
+        self._follow_up()
+
+    def _mask_reset(self, mask: np.ndarray) -> None:
+        m = self.model
+        what = f"reset(options={{'reset_mask': {mask.tolist()}}})"
+        _, (obs, info) = self._call(what, lambda: self.env.reset(options={"reset_mask": mask}), set())
+        got = self._check_rows(what, obs, info, m.n)
+        assert got.tolist() == list(range(m.n)), f"{what}: rows not in env order: {got}"
+        m.state[mask] = IN_FLIGHT
+        self._take_rows(what, got, obs, info, observed=~mask)
 
     def _partial_reset(self, data: st.DataObject, kind: str) -> None:
         m = self.model
-        errors: set = set()
+        listed = np.flatnonzero(bits_mask(data.draw(env_bits(m.n), label="envs"), m.n))
+        if len(listed) == 0:  # known bug: test_partial_reset_with_an_empty_env_id_list
+            listed = np.array([0])
+        listed = np.random.default_rng(data.draw(st.integers(0, 9), label="order")).permutation(listed)
+        form = data.draw(st.sampled_from(["list", "int32", "uint8", "scalar"]), label="ids form")
+        seed = data.draw(seed_lists(m.n), label="seeds")
+        bad_seed = data.draw(st.sampled_from([None] * 5 + ["int", "count", "float"]), label="bad seed")
         mask = ids = None
-        if kind == "bad options":
-            bad = data.draw(st.sampled_from([
-                "unknown key", "both keys", "mask list", "mask int", "mask shape", "mask empty", "id range", "id twice",
-                "id float", "id 2-D", "not a dict",
-            ]), label="bad options")
-            full = np.ones(m.n, bool)
-            options, errors = {
-                "unknown key": ({"colour": 1}, {ValueError}),
-                "both keys": ({"reset_mask": full, "env_id": [0]}, {ValueError}),
-                "mask list": ({"reset_mask": full.tolist()}, {TypeError}),
-                "mask int": ({"reset_mask": full.astype(np.int8)}, {TypeError}),
-                "mask shape": ({"reset_mask": np.ones(m.n + 1, bool)}, {ValueError}),
-                "mask empty": ({"reset_mask": np.zeros(m.n, bool)}, {ValueError}),
-                "id range": ({"env_id": [m.n]}, {ValueError}),
-                "id twice": ({"env_id": [0, 0]}, {ValueError}),
-                "id float": ({"env_id": [0.0]}, {TypeError}),
-                "id 2-D": ({"env_id": [[0]]}, {TypeError}),
-                "not a dict": ([("colour", 1, 2)], {TypeError, ValueError}),
-            }[bad]
-            if not m.sync and bad != "not a dict":
-                errors = errors | {ValueError}  # partial resets need batch_size == num_envs, checked first
-            seed = None
+        if kind == "mask":
+            mask = np.zeros(m.n, bool)
+            mask[listed] = True
+            options = {"reset_mask": mask}
         else:
-            chosen = data.draw(st.lists(st.integers(0, m.n - 1), min_size=1, max_size=m.n, unique=True), label="ids")
-            if kind == "mask":
-                mask = np.zeros(m.n, bool)
-                mask[chosen] = True
-                options = {"reset_mask": mask}
-                count = len(chosen)
-                listed = np.flatnonzero(mask)
-            else:
-                form = data.draw(st.sampled_from(["list", "int32", "uint8", "scalar"]), label="ids form")
-                if form == "scalar":
-                    chosen = chosen[:1]
-                ids = np.array(chosen, np.int64)
-                options = {"env_id": chosen[0] if form == "scalar" else
-                           (chosen if form == "list" else np.array(chosen, dtype=form))}
-                count = len(chosen)
-                listed = ids
-            seed = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.none(), st.integers(0, 2**64 - 1)),
-                                                            min_size=count, max_size=count)), label="seeds")
-            if data.draw(st.integers(0, 5), label="bad seed?") == 0:
-                seed, errors = data.draw(st.sampled_from([(7, {ValueError}), ([0] * (count + 1), {ValueError}),
-                                                          ([1.5] * count, {TypeError})]), label="bad seed")
-            others = np.ones(m.n, bool)
-            others[listed] = False
-            if not m.sync:
-                errors.add(ValueError)
-            elif self.native and ((m.state == STAGED) | (m.state == IN_FLIGHT)).any():
-                errors.add(RuntimeError)
-            elif not self.native and m.in_flight:
-                errors.add(RuntimeError)
-            elif (m.state[others] == FRESH).any() and (self.native or mask is not None):
-                errors.add(RuntimeError)  # a partial reset needs the others reset once (native: with env_id too)
+            if form == "scalar":
+                listed = listed[:1]
+            ids = listed
+            options = {"env_id": int(ids[0]) if form == "scalar" else
+                       (ids.tolist() if form == "list" else ids.astype(form))}
+        if seed is not None:
+            seed = seed[:len(listed)]
+        errors = set()
+        if bad_seed is not None:
+            seed, errors = {"int": (7, {ValueError}), "count": ([0] * (len(listed) + 1), {ValueError}),
+                            "float": ([1.5] * len(listed), {TypeError})}[bad_seed]
+            errors = set(errors)
+        others = np.ones(m.n, bool)
+        others[listed] = False
+        if not m.sync:
+            errors.add(ValueError)
+        elif self.native and ((m.state == STAGED) | (m.state == IN_FLIGHT)).any():
+            errors.add(RuntimeError)
+        elif not self.native and m.in_flight:
+            errors.add(RuntimeError)
+        elif (m.state[others] == FRESH).any() and (self.native or mask is not None):
+            errors.add(RuntimeError)  # a partial reset needs the others reset once (native: with env_id too)
         what = f"reset(seed={_short(seed)}, options={_short(options)})"
         ok, result = self._call(what, lambda: self.env.reset(seed=seed, options=options), self._closed_errors(errors))
         if not ok:
@@ -624,17 +701,15 @@ class PoolMachine(RuleBasedStateMachine):
         self._take_rows(what, got, obs, info, rew, term, trunc)
 
     def _id_errors(self, ids: Any) -> set:
-        """The errors env ids deserve in send (given as a 1-D int array or a mistake)."""
+        """The errors env ids deserve in send (a 1-D int array, or a mistake)."""
         m = self.model
         arr = np.asarray(ids)
-        if arr.ndim != 1:
-            return {TypeError}
-        if arr.size and arr.dtype.kind not in "iu":
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
             return {TypeError}
         arr = arr.astype(np.int64)
-        errors = set()
         if ((arr < 0) | (arr >= m.n)).any():
             return {ValueError}
+        errors = set()
         if len(np.unique(arr)) != len(arr):
             errors.add(ValueError)
         if not m.sendable()[arr].all():
@@ -642,24 +717,26 @@ class PoolMachine(RuleBasedStateMachine):
         return errors
 
     def _draw_ids(self, data: st.DataObject, valid: bool) -> tuple[Any, int]:
-        """Env ids for send (and their row count): sendable envs, or a mistake."""
+        """Env ids for send (and their row count): some of the envs awaiting an action, or a mistake."""
         m = self.model
-        ok = np.flatnonzero(m.sendable()).tolist()
+        pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
+        form = data.draw(st.sampled_from(["int32", "int64", "uint16", "list"]), label="ids form")
+        kind = data.draw(st.sampled_from(["busy", "busy", "range", "negative", "twice", "float", "2-D"]),
+                         label="bad env_id")
+        sendable = m.sendable()
         if valid:
-            if not ok:
-                return np.zeros(0, np.int32), 0
-            ids = data.draw(st.lists(st.sampled_from(ok), max_size=len(ok), unique=True), label="env_id")
-            form = data.draw(st.sampled_from(["int32", "int64", "uint16", "list"]), label="ids form")
-            return (ids if form == "list" and ids else np.array(ids, dtype=np.int64 if form == "list" else form)), len(ids)
-        busy = np.flatnonzero(~m.sendable()).tolist()
-        kinds = ["range", "negative", "twice", "float", "2-D"] + (["busy"] if busy else [])
-        kind = data.draw(st.sampled_from(kinds), label="bad env_id")
-        if kind == "busy":
-            ids = data.draw(st.lists(st.sampled_from(busy), min_size=1, max_size=len(busy), unique=True), label="busy")
-            extra = data.draw(st.lists(st.sampled_from(ok), max_size=len(ok), unique=True), label="idle") if ok else []
-            return ids + extra, len(ids) + len(extra)
-        first = ok[0] if ok else 0
-        return {"range": ([m.n], 1), "negative": ([-1], 1), "twice": ([first, first], 2),
+            ids = np.flatnonzero(pick & sendable)
+            if form == "list" and len(ids):
+                return ids.tolist(), len(ids)
+            return ids.astype(form.replace("list", "int64")), len(ids)
+        busy = np.flatnonzero(pick & ~sendable)
+        if kind == "busy" and not len(busy):
+            busy = np.flatnonzero(~sendable)[:1]
+        if kind == "busy" and len(busy):
+            ids = np.concatenate([busy, np.flatnonzero(pick & sendable)])
+            return ids.tolist(), len(ids)
+        first = int(np.argmax(sendable))
+        return {"busy": ([m.n], 1), "range": ([m.n], 1), "negative": ([-1], 1), "twice": ([first, first], 2),
                 "float": (np.array([float(first)]), 1), "2-D": (np.array([[first]]), 1)}[kind]
 
     @rule(data=st.data())
@@ -674,8 +751,7 @@ class PoolMachine(RuleBasedStateMachine):
         errors: set = set()
         env_id = None
         if kind in ("all", "bad actions"):
-            valid = kind == "all"
-            actions, errors = draw_actions(data, space, m.n, self.native, valid)
+            actions, errors = draw_actions(data, space, m.n, m.n, self.native, kind == "all")
             errors = set(errors)
             if not m.sync:
                 errors.add(ValueError)
@@ -683,17 +759,17 @@ class PoolMachine(RuleBasedStateMachine):
                 errors.add(RuntimeError)
         else:
             if m.sync:
-                env_id = np.random.default_rng(data.draw(st.integers(0, 9), label="perm")).permutation(m.n)
+                env_id = np.random.default_rng(data.draw(st.integers(0, 9), label="order")).permutation(m.n)
                 rows = m.n
                 if kind == "bad env_id":
                     env_id, rows = env_id[1:], m.n - 1
-                    errors.add(ValueError)  # sync steps every env
+                    errors.add(ValueError)  # a sync step steps every env
                 else:
                     errors |= self._id_errors(env_id)
             else:
                 env_id, rows = self._draw_ids(data, kind == "with env_id")
                 errors |= self._id_errors(env_id)
-            actions, action_errors = draw_actions(data, space, rows, self.native, True)
+            actions, action_errors = draw_actions(data, space, m.n, rows, self.native, True)
             errors |= action_errors
         what = f"step({_short(actions)}, env_id={_short(env_id)})"
         self._step(actions, env_id, errors, what)
@@ -711,8 +787,8 @@ class PoolMachine(RuleBasedStateMachine):
         all_envs = valid_ids and data.draw(st.integers(0, 5), label="env_id=None?") == 0
         if all_envs:
             env_id, rows = None, m.n
-        actions, errors = draw_actions(data, self.env.single_action_space, rows, self.native,
-                                       data.draw(st.integers(0, 3), label="actions valid?") > 0)
+        valid_actions = data.draw(st.integers(0, 3), label="actions valid?") > 0
+        actions, errors = draw_actions(data, self.env.single_action_space, m.n, rows, self.native, valid_actions)
         errors = set(errors) | self._id_errors(np.arange(m.n) if all_envs else env_id)
         what = f"send({_short(actions)}, {_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.send(actions, env_id), self._closed_errors(errors))
@@ -765,13 +841,129 @@ class PoolMachine(RuleBasedStateMachine):
         self._recv_rest("recv_rest()")
         self._follow_up()
 
+    @rule(data=st.data(), count=st.integers(1, 25))
+    def valid_calls(self, data, count):
+        """A run of valid calls as a training loop makes them, so that episodes end and truncate."""
+        m = self.model
+        if self.env is None or m.closed:
+            return
+        space = self.env.single_action_space
+        for _ in range(count):
+            self.ops_since_make += 1
+            actions, _ = draw_actions(data, space, m.n, m.n, self.native, True)
+            send_all = data.draw(st.booleans(), label="send every idle env?")
+            first = data.draw(st.integers(0, m.n - 1), label="else from")
+            rest = data.draw(st.integers(0, 3), label="recv_rest if it may?") == 0
+            sendable = np.flatnonzero(m.sendable())
+            if m.in_flight >= m.batch:
+                self._recv("recv()")
+            elif self.native and not m.sync and 0 < m.in_flight < m.batch and rest:
+                self._recv_rest("recv_rest()")
+            elif m.sync and len(sendable) == m.n:
+                self._step(actions, None, set(), f"step({_short(actions)})")
+            elif not m.sync and len(sendable) and m.in_flight + m.block * len(sendable) >= m.batch:
+                ids = sendable if send_all else sendable[first % len(sendable):]
+                some = actions[ids] if isinstance(actions, np.ndarray) else [actions[e] for e in ids]
+                self._call(f"send({_short(some)}, {ids.tolist()})", lambda a=some, i=ids: self.env.send(a, i), set())
+                m.stage(ids, reset=False)
+            elif self.native and not m.sync and m.in_flight:
+                self._recv_rest("recv_rest()")
+            elif m.sync and m.mode == "disabled" and (m.state == IDLE).all() and m.ended.any():
+                self._mask_reset(m.ended.copy())  # gymnasium's loop for autoreset_mode="disabled"
+            elif m.sync:
+                self._full_reset(None, "reset()")
+            else:
+                self._call("async_reset()", self.env.async_reset, set())
+                m.drain()
+                m.stage(np.arange(m.n), reset=True)
+
+    # -- threads (native pools are documented to be safe to call from several threads) -----------
+
+    def _background(self, work, outcomes: list) -> threading.Thread:
+        """Runs ``work`` until it raises; records what it raised (results are checked on the way)."""
+        space = self.env.single_observation_space
+
+        def loop():
+            try:
+                for _ in range(self.background_calls):
+                    obs, rew, term, trunc, info = work()
+                    check_obs(space, obs, len(info["env_id"]), "a step on another thread")
+                    assert np.isfinite(rew).all() and rew.dtype == np.float32
+            except BaseException as exc:
+                outcomes.append(exc)
+
+        thread = threading.Thread(target=loop, name="fuzz-stepper", daemon=True)
+        thread.start()
+        return thread
+
+    def _join(self, threads: list[threading.Thread], outcomes: list, what: str) -> None:
+        for t in threads:
+            t.join(CALL_TIMEOUT)
+        assert not any(t.is_alive() for t in threads), f"{what}: a thread is still in a pool call"
+        for exc in outcomes:
+            if type(exc) is not RuntimeError:
+                raise AssertionError(f"{what}: another thread got {type(exc).__name__}: {exc}") from exc
+
+    @precondition(lambda self: self.native)
+    @rule(delay=st.sampled_from([0.0, 1e-4, 1e-3, 5e-3]))
+    def close_while_another_thread_steps(self, delay):
+        """close() while another thread steps (sync) or waits in recv (async): that thread gets its results
+        or RuntimeError, never a crash or a hang."""
+        self.ops_since_make += 1
+        m, env = self.model, self.env
+        if env is None or m.closed:
+            return
+        if m.sync:
+            self._full_reset(None, "reset()")
+            actions = simple_actions(env.single_action_space, m.n)
+            work = lambda: env.step(actions)  # noqa: E731
+        else:
+            self._call("async_reset()", env.async_reset, set())
+            work = env.recv
+        outcomes: list = []
+        with WATCHDOG.call(f"close() {delay} s after another thread started stepping"):
+            thread = self._background(work, outcomes)
+            time.sleep(delay)
+            env.close()
+            self.model.closed = True
+            self._join([thread], outcomes, "close() while another thread steps")
+
+    @precondition(lambda self: self.native)
+    @rule()
+    def step_from_two_threads(self):
+        """Two threads step one sync pool (or recv/send an async one) at once: each call succeeds or is refused
+        with RuntimeError; afterwards reset() brings the pool (and the model) back to a known state."""
+        self.ops_since_make += 1
+        m, env = self.model, self.env
+        if env is None or m.closed:
+            return
+        self._full_reset(None, "reset()")
+        space = env.single_action_space
+        if m.sync:
+            actions = simple_actions(space, m.n)
+            work = lambda: env.step(actions)  # noqa: E731
+        else:
+            def work():
+                result = env.recv()
+                ids = result[4]["env_id"]
+                env.send(simple_actions(space, len(ids)), ids)
+                return result
+            env.send(simple_actions(space, m.n), None)
+        outcomes: list = []
+        with WATCHDOG.call("two threads stepping"):
+            threads = [self._background(work, outcomes) for _ in range(2)]
+            self._join(threads, outcomes, "two threads stepping")
+        m.drain()
+        m.state[:] = IDLE  # every env has been reset once; the reset below resynchronises the model
+        self._full_reset(None, "reset() after two threads stepped")
+
     @rule(data=st.data())
     def async_reset(self, data):
         self.ops_since_make += 1
         m = self.model
         if self.env is None:
             return
-        kinds = ["all", "all", "bad seed"] + (["some", "some bad"] if self.native else [])
+        kinds = ["all", "all", "bad seed"] + (["some", "some", "some bad"] if self.native else [])
         kind = data.draw(st.sampled_from(kinds), label="async_reset")
         if kind in ("all", "bad seed"):
             seed, errors = ((data.draw(seeds_valid(m.n), label="seed"), set()) if kind == "all" else
@@ -784,27 +976,28 @@ class PoolMachine(RuleBasedStateMachine):
             else:
                 self._follow_up()
             return
-        # Native: reset only the idle (or never reset) envs listed.
-        resettable = np.flatnonzero((m.state == IDLE) | (m.state == FRESH)).tolist()
-        errors: set = set()
-        if kind == "some" and resettable:
-            ids = data.draw(st.lists(st.sampled_from(resettable), max_size=len(resettable), unique=True), label="ids")
-            env_id: Any = np.array(ids, np.int64)
-            seed = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.none(), st.integers(0, 2**64 - 1)),
-                                                            min_size=len(ids), max_size=len(ids))), label="seeds")
+        # Native: reset some envs (idle, or never reset), each with a seed or not.
+        pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
+        seeds = data.draw(seed_lists(m.n), label="seeds")
+        bad = data.draw(st.sampled_from(["busy", "range", "twice", "float", "int seed", "seed count"]), label="bad")
+        resettable = (m.state == IDLE) | (m.state == FRESH)
+        if kind == "some":
+            ids = np.flatnonzero(pick & resettable)
+            env_id: Any = ids
+            seed = None if seeds is None else seeds[:len(ids)]
+            errors: set = set()
         else:
-            bad = data.draw(st.sampled_from(["busy", "range", "twice", "float", "int seed", "seed count"]), label="bad")
-            first = resettable[0] if resettable else 0
-            busy = np.flatnonzero((m.state == STAGED) | (m.state == IN_FLIGHT)).tolist()
+            first = int(np.argmax(resettable))
+            busy = np.flatnonzero(~resettable).tolist()
             env_id, seed, errors = {
                 "busy": (busy[:1] or [m.n], None, {RuntimeError} if busy else {ValueError}),
                 "range": ([m.n], None, {ValueError}),
-                "twice": ([first, first], None, {ValueError} | ({RuntimeError} if first not in resettable else set())),
+                "twice": ([first, first], None, {ValueError}),
                 "float": ([float(first)], None, {TypeError}),
                 "int seed": ([first], 3, {ValueError}),
                 "seed count": ([first], [1, 2], {ValueError}),
             }[bad]
-            if bad in ("int seed", "seed count", "float") and first not in resettable:
+            if not resettable[first]:  # every env is busy: that may be found first
                 errors = errors | {RuntimeError}
         what = f"async_reset(seed={_short(seed)}, env_id={_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.async_reset(seed=seed, env_id=env_id), self._closed_errors(errors))
@@ -830,13 +1023,16 @@ def _copy_tree(a: Any) -> Any:
     return np.array(a, copy=True)
 
 
-def simple_actions(space: gym.Space, rows: int) -> np.ndarray:
-    if isinstance(space, gym.spaces.Discrete):
-        return np.full(rows, int(space.start), np.int64)
-    return np.zeros((rows, *space.shape), np.float32)
 
 
 # -- the three pools ---------------------------------------------------------------------------
+
+
+def draw_batch_size(data: st.DataObject, n: int) -> int | None:
+    """Async (batch_size < num_envs) half the time, when there are two envs or more."""
+    if n > 1 and data.draw(st.booleans(), label="async?"):
+        return data.draw(st.integers(1, n - 1), label="batch_size")
+    return data.draw(st.sampled_from([None, n]), label="batch_size")
 
 
 def _common_bad_make(data: st.DataObject, env_id: str, n: int, extra: dict) -> tuple[tuple, dict, set]:
@@ -849,7 +1045,7 @@ def _common_bad_make(data: st.DataObject, env_id: str, n: int, extra: dict) -> t
         ("num_threads", 0, ValueError), ("num_threads", -1, ValueError), ("num_threads", 2.5, TypeError),
         ("autoreset_mode", "sometimes", ValueError), ("autoreset_mode", None, ValueError),
         ("seed", -1, ValueError), ("seed", 2**64, ValueError), ("seed", 1.5, TypeError), ("seed", "0", TypeError),
-        ("max_episode_steps", 0, ValueError), ("max_episode_steps", -5, ValueError),
+        ("max_episode_steps", 0, ValueError), ("max_episode_steps", -5, ValueError),  # not 2**40: a known bug
         ("max_episode_steps", 2.5, TypeError), ("backend", "gpu", ValueError), ("backend", None, ValueError),
         ("env_id", 3, TypeError), ("env_id", None, TypeError), ("env_id", "", ValueError),
         ("env_id", env_id.lower(), ValueError), ("env_id", "NoSuchEnv-v0", ValueError),
@@ -867,9 +1063,9 @@ class NativeClassicMachine(PoolMachine):
 
     def _draw_config(self, data):
         env_id = data.draw(st.sampled_from(CLASSIC_IDS), label="env")
-        n = data.draw(st.integers(1, 8), label="num_envs")
+        n = data.draw(st.integers(1, 12), label="num_envs")
         kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
-        batch = data.draw(st.one_of(st.none(), st.integers(1, n)), label="batch_size")
+        batch = draw_batch_size(data, n)
         if batch is not None:
             kwargs["batch_size"] = batch
         divisors = [d for d in range(1, n + 1) if n % d == 0 and (batch or n) % d == 0]
@@ -901,13 +1097,14 @@ class NativeClassicMachine(PoolMachine):
 class AtariMachine(PoolMachine):
     native = True
     fixed_pool = True
+    background_calls = 20
 
     def _draw_config(self, data):
-        n = data.draw(st.integers(1, 2), label="num_envs")
+        n = data.draw(st.integers(1, 3), label="num_envs")
         kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode"),
-                                  "max_episode_steps": data.draw(st.integers(1, 12), label="max_episode_steps")}
-        for name, strategy in (("batch_size", st.integers(1, n)), ("num_threads", st.integers(1, 2)),
-                               ("seed", st.integers(0, 2**64 - 1))):
+                                  "max_episode_steps": data.draw(st.integers(1, 12), label="max_episode_steps"),
+                                  "batch_size": draw_batch_size(data, n)}
+        for name, strategy in (("num_threads", st.integers(1, 2)), ("seed", st.integers(0, 2**64 - 1))):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
@@ -936,9 +1133,9 @@ class PythonEnvMachine(PoolMachine):
     def _draw_config(self, data):
         env_id, backend = data.draw(st.sampled_from(PYTHON_ENVS), label="env")
         n = data.draw(st.integers(1, 4), label="num_envs")
-        kwargs: dict[str, Any] = {"backend": backend,
+        kwargs: dict[str, Any] = {"backend": backend, "batch_size": draw_batch_size(data, n),
                                   "autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
-        for name, strategy in (("batch_size", st.integers(1, n)), ("num_threads", st.integers(1, min(n, 2))),
+        for name, strategy in (("num_threads", st.integers(1, min(n, 2))),
                                ("max_episode_steps", st.integers(1, 30)), ("seed", st.integers(0, 2**64 - 1))):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
@@ -984,15 +1181,69 @@ def _run(machine: type[PoolMachine], examples: int, steps: int) -> None:
 
 @pytest.mark.timeout(_TIMEOUT)
 def test_native_classic_pools():
-    _run(NativeClassicMachine, _EXAMPLES or 120, 40)
+    _run(NativeClassicMachine, _EXAMPLES or 250, 40)
 
 
 @pytest.mark.timeout(_TIMEOUT)
 @pytest.mark.skipif(not fastvec._core.has_atari, reason="built without the Atari backend (FASTVEC_ATARI=OFF)")
 def test_native_atari_pool():
-    _run(AtariMachine, max(1, _EXAMPLES // 20) if _EXAMPLES else 6, 14)
+    _run(AtariMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 20)
 
 
 @pytest.mark.timeout(_TIMEOUT)
 def test_python_env_pools():
-    _run(PythonEnvMachine, max(1, _EXAMPLES // 20) if _EXAMPLES else 8, 25)
+    _run(PythonEnvMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 50)
+
+
+# -- bugs the fuzzer found, kept out of its inputs until they are fixed -------------------------------
+# Each test states the behaviour the fuzzer expects; strict xfail turns a fix into a failure here, the
+# reminder to delete the test's xfail mark and the matching exclusion in the fuzzer.
+
+
+def test_partial_reset_with_an_empty_env_id_list():
+    env = fastvec.make("CartPole-v1", 4, seed=0)
+    env.reset()
+    try:
+        obs, info = env.reset(options={"env_id": []})
+    except ValueError:
+        pass
+    else:
+        assert obs.shape == (0, 4) and info["env_id"].shape == (0,)
+    assert env.step(np.zeros(4, np.int64))[0].shape == (4, 4)
+
+
+def test_max_episode_steps_beyond_int32_is_a_value_error():
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        fastvec.make("CartPole-v1", 2, max_episode_steps=2**40)
+
+
+@pytest.mark.xfail(reason="backend='python' lets gymnasium's NameNotFound (not a ValueError) escape")
+def test_python_backend_unknown_id_raises_value_error():
+    with pytest.raises(ValueError):
+        fastvec.make("NoSuchEnv-v0", 2, backend="python")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.xfail(raises=RuntimeWarning, reason="the Python-env pool checks finiteness before the float32 cast")
+def test_python_pool_refuses_actions_that_overflow_float32():
+    with fastvec.make("Pendulum-v1", 2, seed=0, backend="python") as env:
+        env.reset()
+        with pytest.raises(ValueError, match="finite"):
+            env.step(np.full((2, 1), 1e300))  # finite as float64, inf as the float32 the env receives
+
+
+def test_non_finite_env_option_is_refused():
+    with pytest.raises(ValueError, match="g"):
+        fastvec.make("Pendulum-v1", 1, seed=0, g=float("nan"))  # accepted: every observation after a step is NaN
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.xfail(reason="Python-env pool: a partial reset repeats stale episode statistics of envs not reset")
+def test_python_partial_reset_reports_no_stale_episode_statistics():
+    with fastvec.make("CartPole-v1", 2, seed=0, backend="python", max_episode_steps=3) as env:
+        env.reset()
+        for _ in range(3):
+            *_, info = env.step(np.zeros(2, np.int64))
+        assert info["_episode_return"].all()  # both envs were truncated by that step
+        _, info = env.reset(options={"reset_mask": np.array([True, False])})
+        assert "episode_return" not in info or not info["_episode_return"].any(), info

@@ -203,7 +203,7 @@ def make(
     num_workers = check_int("num_workers", num_workers, 1, num_envs)
     autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
-        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     if seed is not None:
         seed = check_seed("seed", seed)
     methods = mp.get_all_start_methods()
