@@ -49,11 +49,10 @@ find "$pkg/fastvec" -name '_core*.so' -delete
 cp "$build"/_core*.so "$pkg/fastvec/"
 
 preload=$(g++ -print-file-name="$runtime")
+# ASan intercepts __cxa_throw at start-up: libstdc++ must be loaded by then (Python does not link it),
+# or the first C++ exception fails ASan's CHECK on the real __cxa_throw.
+[ "$kind" = address ] && preload="$preload $(g++ -print-file-name=libstdc++.so)"
 export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}"
-# An editable install of fastvec hooks the import system ahead of PYTHONPATH: refuse to test it by mistake.
-LD_PRELOAD="$preload" "$python" -P -c "import sys, fastvec._core as c; sys.exit(0 if c.__file__.startswith('$pkg') else
-  'sanitize.sh: Python imports ' + c.__file__ + ', not the sanitized build; use a venv where fastvec is '
-  'not installed in editable mode (pip install \".[test]\")')"
 reports=$(mktemp -d)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 if [ "$kind" = thread ]; then
@@ -66,6 +65,10 @@ else
   export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 log_path=$reports/report"
 fi
 # -P: never import the source tree's fastvec (it has no compiled module); the copy above is used.
+# An editable install of fastvec hooks the import system ahead of PYTHONPATH: refuse to test it by mistake.
+LD_PRELOAD="$preload" "$python" -P -c "import sys, fastvec._core as c; sys.exit(0 if c.__file__.startswith('$pkg') else
+  'sanitize.sh: Python imports ' + c.__file__ + ', not the sanitized build; use a venv where fastvec is '
+  'not installed in editable mode (pip install \".[test]\")')"
 status=0
 LD_PRELOAD="$preload" "$python" -P -m pytest -p no:cacheprovider -q "$@" || status=$?
 if compgen -G "$reports/report*" >/dev/null; then

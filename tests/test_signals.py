@@ -53,6 +53,9 @@ def test_ctrl_c_during_a_blocking_recv_raises_keyboard_interrupt_promptly(backen
         first = int(env.recv()[4]["env_id"][0])
         env.recv()
         env.send(np.array([1]), np.array([first]))
+        # Let a worker take the step: a caller waiting in recv() steps queued envs itself, and a step
+        # it runs cannot be interrupted until it returns.
+        time.sleep(0.5)
         threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         start = time.monotonic()
         try:
@@ -132,8 +135,8 @@ def test_interpreter_exit_with_open_pools_neither_hangs_nor_crashes():
         keep.append(sync)
         busy = fastvec.make("_Debug-v0", 4, batch_size=2, num_threads=2, sleep_us=200_000)
         busy.async_reset()
-        busy.recv()
-        busy.send(np.array([1, 1]), np.array([0, 1]))  # steps in flight at exit
+        ready = busy.recv()[4]["env_id"]
+        busy.send(np.array([1, 1]), ready)  # steps in flight at exit
         keep.append(busy)
         atari = fastvec.make("Pong-v5", 2) if "Pong-v5" in fastvec.list_envs() else None
         keep.append(atari)
