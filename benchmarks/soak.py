@@ -7,7 +7,7 @@ kinds of pool. RSS (VmRSS of /proc/<pid>/status) and open fds (/proc/<pid>/fd) a
 workers). After a warm-up (the first --warmup of each run) RSS or fds growing by more than --threshold
 percent fails the run (exit code 1). Steps are env steps (a sync step of 8 envs is 8).
 
-    python benchmarks/soak.py                  # the full soak: about 13 minutes on 2 cores
+    python benchmarks/soak.py                  # the full soak: about 6 minutes on 2 cores
     python benchmarks/soak.py --scale 0.01     # a quick run (about 20 s)
     python benchmarks/soak.py --workloads 'cartpole*'
 """
@@ -172,11 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     def scaled(n: float) -> int:
         return max(1, round(n * args.scale))
 
-    def native(env) -> Callable[[], list[int]]:
-        return lambda: [me]
-
-    def python_pids(env) -> Callable[[], list[int]]:
-        return lambda: [me, *env.worker_pids]
+    def processes(env) -> Callable[[], list[int]]:
+        """This process, and a Python-env pool's workers."""
+        return lambda: [me, *getattr(env, "worker_pids", [])]
 
     # (key, row label, make the env, the loop, budget)
     workloads = [
@@ -210,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         if not chosen(key):
             continue
         env = make()
-        pids = python_pids(env) if key.startswith("python") else native(env)
-        results.append(run(label, loop(env, rng), pids, warmup=args.warmup, sample_every=args.sample_every, **budget))
+        results.append(run(label, loop(env, rng), processes(env), warmup=args.warmup, sample_every=args.sample_every,
+                           **budget))
         env.close()
     for key, label, step, budget in churns:
         if chosen(key):
