@@ -24,8 +24,7 @@ runs of many thousands):
 
     FASTVEC_FUZZ_EXAMPLES=8400 pytest tests/test_fuzz.py -s -o faulthandler_timeout=0
 
-Bugs the fuzzer found are kept out of its inputs (each exclusion says so) and pinned by the xfail tests
-at the end of this file.
+Each bug the fuzzer found is fixed, and pinned by a regression test at the end of this file.
 """
 
 from __future__ import annotations
@@ -239,7 +238,6 @@ def _int_rows(lo: int, hi: int, n: int) -> st.SearchStrategy:
 
 @functools.cache
 def _float_rows(size: int, wide: bool) -> st.SearchStrategy:
-    # Not beyond float32 (known bug: test_python_pool_refuses_actions_that_overflow_float32).
     return st.lists(st.floats(-1e6, 1e6) if wide else st.floats(-1.0, 1.0), min_size=size, max_size=size)
 
 
@@ -247,7 +245,7 @@ DISCRETE_FORMS = st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "
 BOX_FORMS = st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"])
 BAD_DISCRETE = st.sampled_from(["short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge",
                                 "bool", "ragged"])
-BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "short", "long", "trailing", "str", "complex", "bool", "scalar"])
+BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool", "scalar"])
 
 
 def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool,
@@ -308,11 +306,11 @@ def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, nativ
         return arr.astype(np.float64 if form == "float64" else np.float32), set()
     kind = data.draw(BAD_BOX, label="bad actions")
     good = np.zeros(shape, np.float32)
-    if kind in ("nan", "inf", "-inf"):
+    if kind in ("nan", "inf", "-inf", "overflow"):
         if rows == 0:
             return np.zeros((1, *space.shape), np.float32), {ValueError}
-        bad = good.copy()
-        bad.reshape(rows, -1)[row, 0] = float(kind)
+        bad = good.astype(np.float64)  # overflow: finite as float64, inf as the float32 the env receives
+        bad.reshape(rows, -1)[row, 0] = -1e300 if kind == "overflow" else float(kind)
         return bad, {ValueError}
     if kind == "short" and rows > 0:
         return good[1:], {ValueError}
@@ -405,12 +403,7 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         done_mask = info.get("_episode_return", np.zeros(len(ids), bool))
         if rew is None or observed is not None:
-            stale = done_mask
-            if observed is not None and not self.native:
-                # Known bug: the Python-env pool repeats the last step's episode statistics for envs a partial
-                # reset did not reset (test_python_partial_reset_reports_no_stale_episode_statistics).
-                stale = done_mask & ~observed
-            assert not stale.any(), f"{what}: a reset reports episode statistics: {info}"
+            assert not done_mask.any(), f"{what}: a reset reports episode statistics: {info}"
         for r, e in enumerate(ids.tolist()):
             row_obs = _space_row(self.env.single_observation_space, obs, r)
             if observed is not None and observed[e]:
@@ -1177,12 +1170,7 @@ class PythonEnvMachine(PoolMachine):
                 ("start_method", "teleport", ValueError), ("num_workers", 0, ValueError),
             ]), label="bad python make")
             return (env_id, n), {name: value, "backend": backend}, {error}
-        args, kwargs, errors = _common_bad_make(data, env_id, n, {"backend": backend})
-        if isinstance(args[0], str) and args[0] != env_id:
-            # An unknown id with backend="python" raises gymnasium's own error, not a ValueError (a known bug:
-            # test_python_backend_unknown_id_raises_value_error); backend="auto" reports it as fastvec does.
-            kwargs["backend"] = "auto"
-        return args, kwargs, errors
+        return _common_bad_make(data, env_id, n, {"backend": backend})
 
 
 def _settings(examples: int, steps: int) -> settings:
@@ -1221,9 +1209,7 @@ def test_python_env_pools():
     _run(PythonEnvMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 50)
 
 
-# -- bugs the fuzzer found, kept out of its inputs until they are fixed -------------------------------
-# Each test states the behaviour the fuzzer expects; strict xfail turns a fix into a failure here, the
-# reminder to delete the test's xfail mark and the matching exclusion in the fuzzer.
+# -- bugs the fuzzer found, fixed: each test pins the behaviour the fuzzer expects ---------------------
 
 
 def test_partial_reset_with_an_empty_env_id_list():
@@ -1243,14 +1229,12 @@ def test_max_episode_steps_beyond_int32_is_a_value_error():
         fastvec.make("CartPole-v1", 2, max_episode_steps=2**40)
 
 
-@pytest.mark.xfail(reason="backend='python' lets gymnasium's NameNotFound (not a ValueError) escape")
 def test_python_backend_unknown_id_raises_value_error():
     with pytest.raises(ValueError):
         fastvec.make("NoSuchEnv-v0", 2, backend="python")
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(raises=RuntimeWarning, reason="the Python-env pool checks finiteness before the float32 cast")
 def test_python_pool_refuses_actions_that_overflow_float32():
     with fastvec.make("Pendulum-v1", 2, seed=0, backend="python") as env:
         env.reset()
@@ -1264,7 +1248,6 @@ def test_non_finite_env_option_is_refused():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(reason="Python-env pool: a partial reset repeats stale episode statistics of envs not reset")
 def test_python_partial_reset_reports_no_stale_episode_statistics():
     with fastvec.make("CartPole-v1", 2, seed=0, backend="python", max_episode_steps=3) as env:
         env.reset()

@@ -170,7 +170,10 @@ def make(
     env = env_id
     if isinstance(env, str):
         env_id = env.removeprefix("fastvec/")
-        spec = gym.spec(env_id)  # an unknown id raises gymnasium's error, with its suggestions
+        try:
+            spec = gym.spec(env_id)
+        except gym.error.Error as exc:  # NameNotFound, VersionNotFound, ...: keep gymnasium's suggestions
+            raise ValueError(f"unknown env_id {env_id!r}: {exc}") from exc
         if max_episode_steps is None:
             max_episode_steps = spec.max_episode_steps
         kwargs = dict(env_kwargs)
@@ -357,7 +360,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._drain()
         self._send_reset(self._all_ids, seeds)
         ids = self._collect(self.num_envs)
-        obs, _, _, _, info = self._result(ids, sort=True)
+        obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
         return obs, info
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -515,9 +518,16 @@ class PyVectorEnv(gym.vector.VectorEnv):
             shape = (rows, *space.shape)
             if arr.shape != shape and not (space.shape == (1,) and arr.shape == (rows,)):
                 raise ValueError(f"actions must have shape {shape}, got {arr.shape}")
-            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                bad = np.flatnonzero(~np.isfinite(arr.reshape(rows, -1)).all(axis=1))[0]
-                raise ValueError(f"actions must be finite, got {arr.reshape(rows, -1)[bad]} for env row {bad}")
+            if arr.dtype.kind == "f" or space.dtype.kind == "f":
+                # checked as the env's dtype receives them: 1e300 is finite as float64, inf as float32
+                with np.errstate(over="ignore", invalid="ignore"):
+                    cast = arr.astype(space.dtype) if space.dtype.kind == "f" else arr
+                if not np.isfinite(cast).all():
+                    per_row = np.isfinite(cast.reshape(shape)).reshape(rows, -1).all(axis=1)
+                    bad = int(np.flatnonzero(~per_row)[0])
+                    raise ValueError(f"actions must be finite as {space.dtype}, got {arr.reshape(shape)[bad]} "
+                                     f"for env row {bad}")
+                arr = cast
             return arr.reshape(shape)
         name = type(space).__name__
         if arr.dtype.kind not in "iub":
@@ -695,7 +705,10 @@ class PyVectorEnv(gym.vector.VectorEnv):
             return values[0]
         return unflatten(self.single_observation_space, values)[0]
 
-    def _result(self, ids: np.ndarray, sort: bool) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def _result(self, ids: np.ndarray, sort: bool, *, stepped: bool = True
+                ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """The batch rows of ``ids`` (every env when ``sort``) as step results; after a reset
+        (``stepped=False``) no env reports a finished episode, whatever its row last held."""
         b = self._b
         rows: np.ndarray | None
         if sort:
@@ -709,7 +722,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         reward, terminated, truncated = pick(b.reward), pick(b.terminated), pick(b.truncated)
         size = len(env_id)
         info: dict[str, Any] = {"env_id": env_id}
-        done = pick(b.done)
+        done = pick(b.done) if stepped else np.zeros(size, dtype=bool)
         same_step = self._mode == AutoresetMode.SAME_STEP
         if done.any():
             stats = {"episode_return": pick(b.episode_return), "_episode_return": done,
@@ -764,7 +777,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._send_reset(ids, seeds)
         self._collect(len(ids))
         if reset_mask is not None:
-            obs, _, _, _, info = self._result(ids, sort=True)
+            obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
             return obs, info
-        obs, _, _, _, info = self._result(ids, sort=False)
+        obs, _, _, _, info = self._result(ids, sort=False, stepped=False)
         return obs, info
