@@ -51,13 +51,22 @@ def test_protocol_attributes():
         envs.reset()
 
 
+def cartpoles(source, n, **kw):
+    """CartPole-v1 natively, or as SubprocVectorEnv's env_fns in the Python-env pool."""
+    if source == "native":
+        return fastvec.tianshou_venv("CartPole-v1", n, **kw)
+    return fastvec.tianshou_venv([lambda: gym.make("CartPole-v1")] * n, **kw)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("source", ["native", "env_fns"])
 @pytest.mark.parametrize("partial", [False, True])
-def test_same_results_as_dummy_vector_env(partial):
+def test_same_results_as_dummy_vector_env(partial, source):
     """Seeded alike, fastvec and DummyVectorEnv over gymnasium's CartPole return
     the same arrays in the same formats, for full and partial steps and for
     the resets of finished envs the Collector asks for."""
     n = 5
-    ours = fastvec.tianshou_venv("CartPole-v1", n)
+    ours = cartpoles(source, n)
     ref = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(n)])
     assert ours.seed(3) == ref.seed(3)
     o1, i1 = ours.reset()
@@ -81,6 +90,7 @@ def test_same_results_as_dummy_vector_env(partial):
             np.testing.assert_allclose(o1, o2, atol=1e-6)
             assert list(i1) == list(i2)
     assert resets > 5
+    ours.close()
 
 
 def test_reset_of_chosen_envs():
@@ -173,14 +183,17 @@ class _FirstAction(Policy):
         return Batch(act=np.zeros(n, dtype=np.int64), policy=Batch(tag=np.zeros(n)), state=np.zeros((n, 1)))
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("source", ["native", "env_fns"])
 @pytest.mark.parametrize("collector", ["sync", "async"])
-def test_collectors_take_it_as_a_vector_env(collector):
+def test_collectors_take_it_as_a_vector_env(collector, source):
+    """SubprocVectorEnv(env_fns, wait_num=k) becomes fastvec.tianshou_venv(env_fns, batch_size=k)."""
     if collector == "async":
-        envs = fastvec.tianshou_venv("CartPole-v1", 8, batch_size=3, seed=0)
+        envs = cartpoles(source, 8, batch_size=3, seed=0)
         with pytest.warns(UserWarning, match="async"):
             c = AsyncCollector(_FirstAction(gym.spaces.Discrete(2)), envs, VectorReplayBuffer(4000, 8))
     else:
-        envs = fastvec.tianshou_venv("CartPole-v1", 8, seed=0)
+        envs = cartpoles(source, 8, seed=0)
         c = Collector[CollectStats](_FirstAction(gym.spaces.Discrete(2)), envs, VectorReplayBuffer(4000, 8))
     c.reset()
     stats = c.collect(n_step=800)
@@ -190,6 +203,7 @@ def test_collectors_take_it_as_a_vector_env(collector):
     stats = c.collect(n_episode=10)  # the sync Collector steps fewer envs as episodes complete
     assert stats.n_collected_episodes >= 10
     c.reset()
+    envs.close()
 
 
 def test_ppo_solves_cartpole():

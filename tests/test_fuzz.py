@@ -546,7 +546,7 @@ class PoolMachine(RuleBasedStateMachine):
             return
         if m.in_flight >= m.batch:
             self._recv("follow-up recv()")
-        elif self.native and not m.sync and m.in_flight > 0:
+        elif not m.sync and m.in_flight > 0:
             self._recv_rest("follow-up recv_rest()")
         elif m.sync and m.sendable().all():
             self._step(simple_actions(self.env.single_action_space, m.n), None, set(), "follow-up step(actions)")
@@ -848,7 +848,6 @@ class PoolMachine(RuleBasedStateMachine):
         if refused:
             self._follow_up()
 
-    @precondition(lambda self: self.native)
     @rule()
     def recv_rest(self):
         self.ops_since_make += 1
@@ -873,7 +872,7 @@ class PoolMachine(RuleBasedStateMachine):
             sendable = np.flatnonzero(m.sendable())
             if m.in_flight >= m.batch:
                 self._recv("recv()")
-            elif self.native and not m.sync and 0 < m.in_flight < m.batch and rest:
+            elif not m.sync and 0 < m.in_flight < m.batch and rest:
                 self._recv_rest("recv_rest()")
             elif m.sync and len(sendable) == m.n:
                 self._step(actions, None, set(), f"step({_short(actions)})")
@@ -882,7 +881,7 @@ class PoolMachine(RuleBasedStateMachine):
                 some = actions[ids] if isinstance(actions, np.ndarray) else [actions[e] for e in ids]
                 self._call(f"send({_short(some)}, {ids.tolist()})", lambda a=some, i=ids: self.env.send(a, i), set())
                 m.stage(ids, reset=False)
-            elif self.native and not m.sync and m.in_flight:
+            elif not m.sync and m.in_flight:
                 self._recv_rest("recv_rest()")
             elif m.sync and m.mode == "disabled" and (m.state == IDLE).all() and m.ended.any():
                 self._mask_reset(m.ended.copy())  # gymnasium's loop for autoreset_mode="disabled"
@@ -979,7 +978,7 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         if self.env is None:
             return
-        kinds = ["all", "all", "bad seed"] + (["some", "some", "some bad"] if self.native else [])
+        kinds = ["all", "all", "bad seed", "some", "some", "some bad"]
         kind = data.draw(st.sampled_from(kinds), label="async_reset")
         if kind in ("all", "bad seed"):
             seed, errors = ((data.draw(seeds_valid(m.n), label="seed"), set()) if kind == "all" else
@@ -992,7 +991,7 @@ class PoolMachine(RuleBasedStateMachine):
             else:
                 self._follow_up()
             return
-        # Native: reset some envs (idle, or never reset), each with a seed or not.
+        # Reset some envs (idle, or never reset), each with a seed or not.
         pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
         seeds = data.draw(seed_lists(m.n), label="seeds")
         bad = data.draw(st.sampled_from(["busy", "range", "twice", "float", "int seed", "seed count"]), label="bad")

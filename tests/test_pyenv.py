@@ -266,6 +266,35 @@ def test_async_usage_errors_and_reset_in_async_mode():
     env.close()
 
 
+@pytest.mark.timeout(60)
+def test_recv_rest_and_async_reset_of_chosen_envs():
+    """As the native pool: recv_rest() takes a last batch smaller than batch_size, and
+    async_reset(env_id=...) resets idle envs while others step (Tianshou's adapter uses both)."""
+    env = count_env(num_envs=5, batch_size=3, num_workers=2)
+    env.async_reset()
+    ids = env.recv()[4]["env_id"]
+    others = np.setdiff1d(np.arange(5), ids)
+    obs, rew, term, trunc, info = env.recv_rest()  # the other 2 resets: fewer than batch_size
+    assert sorted(info["env_id"].tolist()) == others.tolist() and obs.shape == (2, 2) and rew.shape == (2,)
+    with pytest.raises(RuntimeError, match="recv_rest"):
+        env.recv_rest()  # nothing in flight
+    env.send([1, 2, 3], ids)
+    with pytest.raises(RuntimeError, match="recv_rest"):
+        env.recv_rest()  # a whole batch in flight: that is recv()'s
+    with pytest.raises(RuntimeError, match="in flight"):
+        env.async_reset(env_id=ids[:1])
+    with pytest.raises(ValueError, match="list of seeds"):
+        env.async_reset(seed=3, env_id=others)
+    env.async_reset(seed=[None, 7], env_id=others)  # while the three step
+    seen = {}
+    for result in (env.recv(), env.recv_rest()):
+        obs, rew, term, trunc, info = result
+        seen.update(zip(info["env_id"].tolist(), obs[:, 0].tolist(), strict=True))
+    assert sorted(seen) == list(range(5))
+    assert [seen[e] for e in others.tolist()] == [0, 0] and [seen[e] for e in ids.tolist()] == [1, 1, 1]
+    env.close()
+
+
 # -- semantics shared with the native pool -----------------------------------------
 
 

@@ -382,9 +382,20 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
     # -- async API --------------------------------------------------------
 
-    def async_reset(self, seed: int | Sequence[int | None] | None = None) -> None:
-        """Starts a reset of every env and returns at once; results come from :meth:`recv`."""
+    def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
+        """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
+        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
         self._check_usable()
+        if env_id is not None:
+            ids = self._check_ids(env_id)
+            if is_int_seed(seed):
+                raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+            seeds = self._partial_seeds(seed, len(ids))
+            busy = ids[self._state[ids] == _IN_FLIGHT]
+            if len(busy):
+                raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
+            self._send_reset(ids, seeds)
+            return
         seeds = self._reset_seeds(seed)
         self._drain()
         self._send_reset(self._all_ids, seeds)
@@ -411,6 +422,16 @@ class PyVectorEnv(gym.vector.VectorEnv):
             )
         ids = self._collect(self.batch_size)
         return self._result(ids, sort=self.batch_size == self.num_envs)
+
+    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
+        (after sending only some) and returns their rows."""
+        self._check_usable()
+        if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
+            raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
+                               f"env(s) in flight, batch_size {self.batch_size})")
+        ids = self._collect(self._in_flight)
+        return self._result(ids, sort=False)
 
     def __enter__(self) -> PyVectorEnv:
         return self
@@ -458,6 +479,16 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if len(seed) != self.num_envs:
             raise ValueError(f"seed: a list of seeds needs one per env ({self.num_envs}), got {len(seed)}")
         self._seeds = None
+        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+
+    @staticmethod
+    def _partial_seeds(seed: Any, n: int) -> list[int | None] | None:
+        if seed is None:
+            return None
+        if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
+            raise TypeError(f"seed must be a list of ints (or None); got {type(seed).__name__}")
+        if len(seed) != n:
+            raise ValueError(f"seed: a list of seeds needs one per env reset ({n}), got {len(seed)}")
         return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
     def _check_ids(self, env_id: Any) -> np.ndarray:
@@ -760,13 +791,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
         ids = mask_ids if mask_ids is not None else self._check_ids(ids)
-        seeds = None
-        if seed is not None:
-            if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
-                raise TypeError(f"seed must be a list of ints (or None); got {type(seed).__name__}")
-            if len(seed) != len(ids):
-                raise ValueError(f"seed: a list of seeds needs one per env reset ({len(ids)}), got {len(seed)}")
-            seeds = [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+        seeds = self._partial_seeds(seed, len(ids))
         if self._in_flight:
             raise RuntimeError("envs are in flight; receive their results before a partial reset")
         if reset_mask is not None:
