@@ -21,10 +21,10 @@ case $kind in
 esac
 atari=${FASTVEC_ATARI:-ON}
 if [ $# -eq 0 ]; then
-  # The Python-env pool's cases fork worker processes (not fastvec's native code); Pong is left to
-  # test_atari's own determinism test (the emulator is ~10x slower under TSan).
-  set -- tests/test_pool.py tests/test_signals.py tests/test_determinism.py
-  filter="not python and not Pong"
+  # The Python-env pool is Python code, but its workers load the sanitized module and its tests drive the
+  # same API. Pong is left to test_atari's own determinism test (the emulator is ~10x slower under TSan).
+  set -- tests/test_pool.py tests/test_signals.py tests/test_determinism.py tests/test_pyenv.py
+  filter="not Pong"
   if [ "$atari" = ON ]; then
     set -- "$@" tests/test_atari.py
     filter="$filter and not test_every_game and not parity and not full_screen"

@@ -17,6 +17,10 @@ import gymnasium as gym
 import numpy as np
 import fastvec
 
+# Python leaves SIGINT ignored if it started so (a job run in the background with '&' or nohup):
+# raise KeyboardInterrupt on it, as an interactive session does.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class Slow(gym.Env):
     '''A Python env whose step takes 3 s.'''
     observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
