@@ -1,12 +1,15 @@
-"""RLlib EnvRunner.sample() throughput on CartPole-v1: fastvec pools vs RLlib's default
-vectorization (gymnasium's SyncVectorEnv over gymnasium's CartPole), new API stack.
+"""RLlib EnvRunner.sample() throughput, new API stack: fastvec pools vs RLlib's default vectorization
+(gymnasium's SyncVectorEnv over gymnasium's env; for Atari, over RLlib's own Atari wrappers).
 
-    python benchmarks/bench_rllib.py --seconds 3 --reps 3 --num-envs 8 64
+    python benchmarks/bench_rllib.py --seconds 5 --reps 3 --num-envs 8 64 --envs CartPole-v1 Pong-v5
 
-Each measurement builds a local SingleAgentEnvRunner (PPO's default torch RLModule, so the
-policy's forward pass is in the loop, as in training), samples once to warm up, then calls
-sample(num_timesteps=...) for --seconds. Contenders are interleaved and the median and min-max
-of --reps repetitions reported, as env steps/s.
+Each measurement builds a local SingleAgentEnvRunner (PPO's default torch RLModule, torch on one
+thread, so the policy's forward pass is in the loop, as in training), samples once to warm up, then
+calls sample() for --seconds. fastvec runs with 1 thread (the one CPU RLlib's default uses) and with 2.
+Pong does the same env work everywhere: RLlib's wrap_atari_for_new_api_stack (sticky actions 0.25,
+noops, frame skip 4, 84x84 gray, 4 frames, a life per episode, FIRE at reset) and fastvec with those
+options (fastvec.bench.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
+repetitions are reported, as env steps/s.
 """
 
 from __future__ import annotations
@@ -15,54 +18,57 @@ import argparse
 import statistics
 import time
 
-import torch
-from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from fastvec.bench import RLlibRunner, cpu_model
 
-from fastvec.adapters.rllib import configure
-
-
-def runner(contender: str, num_envs: int) -> SingleAgentEnvRunner:
-    config = PPOConfig().framework("torch").debugging(seed=0)
-    if contender == "fastvec":
-        configure(config, "CartPole-v1", num_envs=num_envs, num_threads=1)
-    else:
-        config.environment("CartPole-v1").env_runners(num_envs_per_env_runner=num_envs)
-    config.env_runners(num_env_runners=0)
-    return SingleAgentEnvRunner(config=config)
+CONTENDERS = {
+    "default": ("RLlib default", lambda env_id, n: RLlibRunner(env_id, n, use_fastvec=False)),
+    "fastvec-t1": ("fastvec, 1 thread", lambda env_id, n: RLlibRunner(env_id, n, use_fastvec=True, num_threads=1)),
+    "fastvec-t2": ("fastvec, 2 threads", lambda env_id, n: RLlibRunner(env_id, n, use_fastvec=True, num_threads=2)),
+}
 
 
-def measure(contender: str, num_envs: int, seconds: float) -> float:
-    r = runner(contender, num_envs)
-    chunk = 32 * num_envs
-    r.sample(num_timesteps=chunk, random_actions=False)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        episodes = r.sample(num_timesteps=chunk, random_actions=False)
-        steps += sum(len(e) for e in episodes)
-    rate = steps / (time.perf_counter() - start)
-    r.stop()
-    return rate
+def measure(key: str, env_id: str, num_envs: int, seconds: float) -> float:
+    runner = CONTENDERS[key][1](env_id, num_envs)
+    try:
+        calls = max(1, 256 // num_envs)  # env steps per sample() call: at least 256
+        runner.run(calls)
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            steps += runner.run(calls)
+        return steps / (time.perf_counter() - start)
+    finally:
+        runner.close()
+
+
+def _cell(rates: list[float]) -> str:
+    def k(x: float) -> str:
+        return f"{x / 1e3:.2f}k" if x < 1e4 else f"{x / 1e3:.1f}k"
+
+    return f"{k(statistics.median(rates))} [{k(min(rates))}-{k(max(rates))}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--num-envs", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Pong-v5"])
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    contenders = ["fastvec", "rllib-sync"]
-    print("| num_envs_per_env_runner | fastvec | RLlib default (gymnasium SyncVectorEnv) | ratio |")
-    print("|---:|---:|---:|---:|")
-    for n in args.num_envs:
-        rates: dict[str, list[float]] = {c: [] for c in contenders}
-        for _ in range(args.reps):
-            for c in contenders:
-                rates[c].append(measure(c, n, args.seconds))
-        med = {c: statistics.median(v) for c, v in rates.items()}
-        cells = [f"{med[c] / 1e3:.1f}k [{min(v) / 1e3:.1f}k-{max(v) / 1e3:.1f}k]" for c, v in rates.items()]
-        print(f"| {n} | {cells[0]} | {cells[1]} | {med['fastvec'] / med['rllib-sync']:.2f}x |", flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu_model()}")
+    names = [CONTENDERS[k][0] for k in CONTENDERS]
+    print(f"| env | num_envs_per_env_runner | {' | '.join(names)} | fastvec 1 thread / default | "
+          "fastvec 2 threads / default |")
+    print("|---|---:|" + "---:|" * (len(names) + 2))
+    for env_id in args.envs:
+        for n in args.num_envs:
+            rates: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+            for _ in range(args.reps):
+                for k in CONTENDERS:
+                    rates[k].append(measure(k, env_id, n, args.seconds))
+            med = {k: statistics.median(v) for k, v in rates.items()}
+            cells = " | ".join(_cell(rates[k]) for k in CONTENDERS)
+            print(f"| {env_id} | {n} | {cells} | {med['fastvec-t1'] / med['default']:.2f}x | "
+                  f"{med['fastvec-t2'] / med['default']:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -284,23 +284,52 @@ def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
     return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
 
 
+# RLlib's own Atari pipeline (wrap_atari_for_new_api_stack) loses a life per episode and presses FIRE at
+# reset; its fastvec runs do the same. Its frames are channel-last, float32 x / 128 - 1 (fastvec's RLlib
+# adapter gives them so).
+RLLIB_ATARI = {**ATARI, "episodic_life": True, "use_fire_reset": True, "max_episode_steps": ATARI_MAX_STEPS}
+
+
+def _rllib_atari_default(env_id: str) -> str:
+    """Registers RLlib's standard Atari env (ALE single frames in wrap_atari_for_new_api_stack, 84x84,
+    4 frames) with Ray Tune; returns its name."""
+    from ray.tune.registry import register_env
+
+    ale_id = _ale_id(env_id)
+    kwargs = {k: v for k, v in _gym_atari_kwargs().items() if k != "max_num_frames_per_episode"}
+
+    def creator(config: dict[str, Any]) -> Any:
+        import gymnasium as gym
+        from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+        return wrap_atari_for_new_api_stack(gym.make(ale_id, **kwargs), dim=ATARI["img_height"],
+                                            framestack=ATARI["stack_num"])
+
+    name = f"rllib-atari-{env_id}"
+    register_env(name, creator)
+    return name
+
+
 class RLlibRunner(Runner):
     """RLlib's EnvRunner.sample() (new API stack, PPO's default torch module: the policy's forward pass
-    is in the loop, as in training), with RLlib's default vectorization or with fastvec."""
+    is in the loop, as in training), with RLlib's default vectorization (gymnasium's SyncVectorEnv over
+    gymnasium's env; for Atari, RLlib's own Atari wrappers) or with fastvec."""
 
-    def __init__(self, env_id: str, num_envs: int, use_fastvec: bool) -> None:
+    def __init__(self, env_id: str, num_envs: int, use_fastvec: bool, num_threads: int = 1) -> None:
         import torch
         from ray.rllib.algorithms.ppo import PPOConfig
         from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
         torch.set_num_threads(1)
         config = PPOConfig().framework("torch").debugging(seed=0)
+        atari = _is_atari(env_id)
         if use_fastvec:
             from fastvec.adapters.rllib import configure
 
-            configure(config, env_id, num_envs=num_envs, num_threads=1)
+            configure(config, env_id, num_envs=num_envs, num_threads=num_threads, **(RLLIB_ATARI if atari else {}))
         else:
-            config.environment(env_id).env_runners(num_envs_per_env_runner=num_envs)
+            config.environment(_rllib_atari_default(env_id) if atari else env_id)
+            config.env_runners(num_envs_per_env_runner=num_envs)
         config.env_runners(num_env_runners=0)
         self._runner = SingleAgentEnvRunner(config=config)
         self.steps_per_call = num_envs
@@ -315,7 +344,6 @@ class RLlibRunner(Runner):
 
 
 def make_rllib(env_id: str, num_envs: int, use_fastvec: bool) -> Runner:
-    _classic_only(env_id)
     return RLlibRunner(env_id, num_envs, use_fastvec)
 
 

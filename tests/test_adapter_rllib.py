@@ -18,6 +18,9 @@ from ray.tune.registry import ENV_CREATOR, _global_registry  # noqa: E402
 
 from fastvec.adapters.rllib import configure  # noqa: E402
 
+# Every EnvRunner built in this process (num_env_runners=0) registers RLlib's gymnasium id again.
+pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning")
+
 
 def ppo_config(num_env_runners: int) -> PPOConfig:
     return (
@@ -136,3 +139,65 @@ def test_ppo_on_a_two_node_cluster(outside_checkout):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+# -- more than native classic control ----------------------------------------
+
+
+def test_rllib_env_takes_what_fastvec_make_takes():
+    """A gymnasium id without a native port and a callable run in the Python-env pool; Atari frames
+    come channel-last and normalized for RLlib's CNNs (or as uint8 with normalize_images=False)."""
+    import gymnasium as gym
+
+    from fastvec.pyenv import PyVectorEnv
+
+    for env_id in ("FrozenLake-v1", lambda: gym.make("FrozenLake-v1")):
+        name = fastvec.rllib_env(env_id, num_threads=1)
+        assert ":" not in name
+        env = _global_registry.get(ENV_CREATOR, name)({"num_envs": 2})
+        try:
+            assert isinstance(env, PyVectorEnv) and env.num_envs == 2
+            assert env.reset(seed=0)[0].shape == (2,)
+        finally:
+            env.close()
+    with pytest.raises(TypeError, match="callable"):
+        fastvec.rllib_env([lambda: gym.make("FrozenLake-v1")] * 2)
+
+    env = _global_registry.get(ENV_CREATOR, fastvec.rllib_env("Pong-v5"))({"num_envs": 2})
+    assert env.single_observation_space == gym.spaces.Box(-1.0, 1.0, (84, 84, 4), np.float32)
+    obs, _ = env.reset(seed=0)
+    frames, _ = env.unwrapped.reset(seed=0)
+    assert isinstance(env.unwrapped, fastvec.VectorEnv) and frames.dtype == np.uint8 and frames.shape == (2, 84, 84, 4)
+    np.testing.assert_array_equal(obs, frames.astype(np.float32) / 128 - 1)
+    assert env.step(np.zeros(2, np.int64))[0].dtype == np.float32
+    env.close()
+    raw = _global_registry.get(ENV_CREATOR, fastvec.rllib_env("Pong-v5", normalize_images=False))({"num_envs": 1})
+    assert raw.single_observation_space.dtype == np.uint8 and raw.single_observation_space.shape == (84, 84, 4)
+    raw.close()
+
+
+def test_ppo_trains_on_pong_frames(outside_checkout):
+    """PPO with RLlib's default CNN on fastvec's Pong, local EnvRunner: one training iteration
+    samples from the fastvec pool and changes the weights."""
+    config = (
+        PPOConfig()
+        .framework("torch")
+        .debugging(seed=0)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+        .env_runners(num_env_runners=0, rollout_fragment_length="auto")
+    )
+    configure(config, "Pong-v5", num_envs=4, num_threads=1)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    algo = config.build_algo()
+    try:
+        facts = runner_facts(algo)
+        assert (facts[0]["module"], facts[0]["num_envs"]) == ("fastvec.vector", 4)
+        assert facts[0]["obs"].shape == (4, 84, 84, 4)
+        before = algo.learner_group.get_weights()["default_policy"]
+        result = algo.train()
+        after = algo.learner_group.get_weights()["default_policy"]
+        assert result["env_runners"]["num_env_steps_sampled"] >= 256
+        assert any(not np.array_equal(before[k], after[k]) for k in before)
+    finally:
+        algo.stop()
+        ray.shutdown()

@@ -14,15 +14,25 @@ stepped each call, info a dict of arrays. RLlib resets with
 ``seed=config.seed + worker_index``; an int seed gives every env of every
 runner its own stream. Runners are Ray actors and may sit on any node of a
 Ray cluster, each stepping its pool with the CPUs Ray gave it.
+
+Images: RLlib's CNN encoders take float32 frames, channels last. Atari pools
+are made with ``channels_last=True``, and uint8 frames reach RLlib as RLlib's
+own Atari wrappers give them, ``x / 128 - 1`` in float32
+(``normalize_images=False`` hands over the uint8 frames).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
 from fastvec.registry import lookup
-from fastvec.vector import VectorEnv, make
+from fastvec.vector import _is_native, make
 
 try:
     from ray.tune.registry import register_env
@@ -35,44 +45,83 @@ _RESERVED = ("num_envs", "autoreset_mode", "batch_size")
 class _Creator:
     """The env creator RLlib calls with ``env_config | {"num_envs": n}`` (picklable, for remote runners)."""
 
-    def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
-        self.env_id = env_id
+    def __init__(self, env: str | Callable[[], gym.Env], kwargs: dict[str, Any], normalize_images: bool | None) -> None:
+        self.env = env
         self.kwargs = kwargs
+        self.normalize_images = normalize_images
 
-    def __call__(self, env_config: dict[str, Any]) -> VectorEnv:
+    def __call__(self, env_config: dict[str, Any]) -> gym.vector.VectorEnv:
         config = dict(env_config or {})
         if "num_envs" not in config:
             raise ValueError(
-                f"fastvec's RLlib env {self.env_id!r} is a vector env: RLlib must build it with "
+                f"fastvec's RLlib env {self.env!r} is a vector env: RLlib must build it with "
                 "env_runners(gym_env_vectorize_mode='vector_entry_point'), which passes num_envs "
                 "(fastvec.adapters.rllib.configure sets this up)"
             )
         num_envs = config.pop("num_envs")
-        return make(self.env_id, num_envs, **{**self.kwargs, **config})
+        env = make(self.env, num_envs, **{**self.kwargs, **config})
+        space = env.single_observation_space
+        images = isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+        if images and self.normalize_images is not False:
+            return NormalizedImages(env)
+        return env
 
 
-def rllib_env(env_id: str, **kwargs: Any) -> str:
+class NormalizedImages(gym.vector.VectorObservationWrapper):
+    """uint8 frames as float32 ``x / 128 - 1`` in [-1, 1), as RLlib's Atari wrappers
+    (``NormalizedImageEnv``) give them to its CNN encoders. ``env.unwrapped`` is the pool."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        shape = env.single_observation_space.shape
+        self.single_observation_space = gym.spaces.Box(-1.0, 1.0, shape, np.float32)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
+
+    def observations(self, observations: np.ndarray) -> np.ndarray:
+        out = observations.astype(np.float32)
+        out *= 1 / 128  # a power of two: the same as dividing
+        out -= 1.0
+        return out
+
+
+def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | None = None, **kwargs: Any) -> str:
     """Registers a creator of fastvec pools of ``env_id`` with Ray Tune; returns its name.
 
-    ``kwargs`` are :func:`fastvec.make`'s (``num_threads``, ``max_episode_steps``, env
-    options); ``num_envs`` comes from ``num_envs_per_env_runner``.
+    ``env_id`` is what :func:`fastvec.make` takes: a native or Atari id, a gymnasium id
+    without a native port, or a callable returning a gymnasium env (both run in the
+    Python-env pool). ``kwargs`` are :func:`fastvec.make`'s (``num_threads``,
+    ``max_episode_steps``, env options); ``num_envs`` comes from ``num_envs_per_env_runner``.
+    uint8 image observations are normalized for RLlib's CNNs unless ``normalize_images=False``.
 
     >>> config.environment(env=fastvec.rllib_env("CartPole-v1")).env_runners(
     ...     num_envs_per_env_runner=64, gym_env_vectorize_mode="vector_entry_point")
     """
-    entry = lookup(env_id) if isinstance(env_id, str) else None
-    if entry is None:
-        raise TypeError(f"rllib_env takes an env id (str), got {type(env_id).__name__}")
+    if isinstance(env_id, str):
+        label = env_id.removeprefix("fastvec/")
+        if _is_native(label) and kwargs.get("backend", "auto") != "python":
+            entry = lookup(label)
+            label = entry.id
+            if entry.rom:
+                kwargs.setdefault("channels_last", True)
+    elif callable(env_id):
+        label = getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
+    else:
+        raise TypeError(f"rllib_env takes an env id (str) or a callable returning a gymnasium env, got "
+                        f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)")
     for key in _RESERVED:
         if key in kwargs:
             raise ValueError(
                 f"rllib_env: {key!r} is RLlib's to choose (num_envs_per_env_runner; next-step autoreset; "
                 "every env stepped each call)"
             )
-    name = f"fastvec-{entry.id}"
-    if kwargs:
-        name += "-" + hashlib.sha1(repr(sorted(kwargs.items())).encode()).hexdigest()[:8]
-    register_env(name, _Creator(entry.id, dict(kwargs)))
+    if normalize_images is not None and not isinstance(normalize_images, bool):
+        raise TypeError(f"normalize_images must be a bool or None, got {normalize_images!r}")
+    name = f"fastvec-{label}".replace(":", "-")  # gymnasium reads 'module:id' as an import
+    extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
+    if extra or not isinstance(env_id, str):
+        key = repr((env_id if not isinstance(env_id, str) else "", sorted(extra.items(), key=lambda kv: kv[0])))
+        name += "-" + hashlib.sha1(key.encode()).hexdigest()[:8]
+    register_env(name, _Creator(env_id if not isinstance(env_id, str) else label, dict(kwargs), normalize_images))
     return name
 
 
