@@ -307,6 +307,11 @@ void palette_max(const uint8_t* a, const uint8_t* b, const uint8_t* lut, uint8_t
   }
 }
 
+// inout = max(inout, lut[a]): the last step of an episode (rare), not vectorized.
+void palette_max_into(const uint8_t* a, const uint8_t* lut, uint8_t* inout, size_t n) {
+  for (size_t p = 0; p < n; ++p) inout[p] = std::max(inout[p], lut[a[p]]);
+}
+
 }  // namespace
 
 AtariOptions::AtariOptions(const core::Options& o)
@@ -335,7 +340,7 @@ class AtariGame {
         actions_(std::move(actions)),
         resize_(opt.img_height, opt.img_width),
         direct_(opt.img_height == kScreenH && opt.img_width == kScreenW),
-
+        pooled_(static_cast<size_t>(opt.channels()) * kScreenSize),
         stack_(static_cast<size_t>(opt.stack_num) * opt.frame_size()) {
     ale_.setInt("random_seed", 0);  // reseeded at every reset from the pool's generator
     ale_.setFloat("repeat_action_probability", opt.repeat_action_probability);
@@ -373,8 +378,7 @@ class AtariGame {
         ale_.act(ale::PLAYER_A_NOOP);
         if (ale_.game_over(false)) ale_.reset_game();
       }
-      grab(0);
-      single_ = true;  // as AtariPreprocessing: the other frame buffer is blank
+      pool(nullptr);  // as AtariPreprocessing: the screen, max-pooled with a blank one
     }
     // Games that wait for FIRE to start (or to serve again after a lost
     // life) get one step of it, as SB3's FireResetEnv does.
@@ -382,8 +386,7 @@ class AtariGame {
       step_frames(ale::PLAYER_A_FIRE);
       if (ale_.game_over(false)) {
         ale_.reset_game();
-        grab(0);
-        single_ = true;
+        pool(nullptr);
       }
     }
     lives_ = ale_.lives();
@@ -427,27 +430,41 @@ class AtariGame {
   bool game_over() const { return ale_.game_over(false); }
 
   // Emulation only, for the benchmark's baseline.
-  float emulate(int32_t action) { return step_frames(actions_[action]); }
-  void preprocess_only() { preprocess(frame(0)); }
+  float emulate(int32_t action) { return step_frames(actions_[action], false); }
 
  private:
-  // frame_skip frames of `a`; the last two screens kept for the max-pool.
-  // As AtariPreprocessing: an episode that ends mid-step stops there and
-  // the screens not reached keep their previous contents.
-  float step_frames(ale::Action a) {
+  // frame_skip frames of `a`, the last two max-pooled into pooled_. As
+  // AtariPreprocessing: an episode that ends mid-step stops there, before
+  // taking that frame's screen, and pools what it took with the last pooled
+  // screens (AtariPreprocessing keeps its max in its frame buffer 0).
+  // (take_screens = false: emulation only, for the benchmark's baseline.)
+  float step_frames(ale::Action a, bool take_screens = true) {
     float reward = 0.f;
     const int fs = opt_.frame_skip;
-    for (int k = 0; k < fs; ++k) {
+    int k = 0;
+    for (; k < fs; ++k) {
       reward += static_cast<float>(ale_.act(a));
       if (ale_.game_over(false)) break;
-      if (k == fs - 2) grab(1);
-      else if (k == fs - 1) grab(0);
+      if (k == fs - 2 && take_screens) std::memcpy(second_last_.data(), screen(), kScreenSize);
     }
-    single_ = fs == 1;
+    if (!take_screens) return reward;
+    if (k == fs) {
+      pool(fs > 1 ? second_last_.data() : nullptr);
+    } else if (k == fs - 1 && fs > 1) {
+      for (int c = 0; c < opt_.channels(); ++c) palette_max_into(second_last_.data(), lut(c), pooled(c), kScreenSize);
+    }
     return reward;
   }
 
-  void grab(int b) { std::memcpy(screen_[b].data(), ale_.getScreen().getArray(), kScreenSize); }
+  // ALE's screen: the last frame's palette indices.
+  const uint8_t* screen() { return ale_.getScreen().getArray(); }
+  const uint8_t* lut(int c) const { return opt_.gray_scale ? gray_.data() : rgb_[c].data(); }
+  uint8_t* pooled(int c) { return pooled_.data() + static_cast<size_t>(c) * kScreenSize; }
+
+  // pooled_ = the palette values of max(ALE's screen, second) (second may be null).
+  void pool(const uint8_t* second) {
+    for (int c = 0; c < opt_.channels(); ++c) palette_max(screen(), second, lut(c), pooled(c), kScreenSize);
+  }
 
   // Frame k of the stack: 0 the newest.
   uint8_t* frame(int k) {
@@ -455,22 +472,17 @@ class AtariGame {
   }
   const uint8_t* frame(int k) const { return const_cast<AtariGame*>(this)->frame(k); }
 
-  // Palette lookup of both screens, their max, the resize: one plane at a time.
+  // The resize of the pooled screen into a stack frame, one plane at a time.
   void preprocess(uint8_t* out) {
     const size_t plane = static_cast<size_t>(opt_.img_height) * opt_.img_width;
-    const uint8_t* second = single_ ? nullptr : screen_[1].data();
     for (int c = 0; c < opt_.channels(); ++c) {
-      const uint8_t* lut = opt_.gray_scale ? gray_.data() : rgb_[c].data();
       uint8_t* dst = out + c * plane;
       if (direct_) {
-        palette_max(screen_[0].data(), second, lut, dst, kScreenSize);
+        std::memcpy(dst, pooled(c), kScreenSize);
+      } else if (resize_.fits_16bit()) {
+        resize_.apply(pooled(c), dst);
       } else {
-        palette_max(screen_[0].data(), second, lut, plane_.data(), kScreenSize);
-        if (resize_.fits_16bit()) {
-          resize_.apply(plane_.data(), dst);
-        } else {
-          resize_.apply_general(plane_.data(), dst);
-        }
+        resize_.apply_general(pooled(c), dst);
       }
     }
   }
@@ -480,13 +492,13 @@ class AtariGame {
   ale::ALEInterface ale_;
   AreaResize resize_;
   bool direct_;
-  std::array<uint8_t, kScreenSize> plane_{};  // the palette-mapped max of the two screens
-  std::array<std::array<uint8_t, kScreenSize>, 2> screen_{};
+  std::vector<uint8_t> pooled_;                     // per channel: the palette values of the max-pooled screens
+  std::array<uint8_t, kScreenSize> second_last_{};  // the second-last frame's palette indices
   std::array<uint8_t, 256> gray_{};
   std::array<std::array<uint8_t, 256>, 3> rgb_{};
   std::vector<uint8_t> stack_;
   int head_ = 0, lives_ = 0;
-  bool single_ = true, life_lost_ = false, has_fire_ = false;
+  bool life_lost_ = false, has_fire_ = false;
 };
 
 namespace {
@@ -540,8 +552,12 @@ double atari_loop_rate(const core::Options& options, int steps, bool preprocess)
   game.reset(rng);
   const auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < steps; ++k) {
-    game.emulate(static_cast<int32_t>(rng.next_u64() % actions.size()));
-    if (preprocess) game.preprocess_only();
+    const auto a = static_cast<int32_t>(rng.next_u64() % actions.size());
+    if (preprocess) {
+      game.step(a);
+    } else {
+      game.emulate(a);
+    }
     if (game.game_over()) game.reset(rng);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
