@@ -68,7 +68,10 @@ def make(
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
     if num_threads is None:
-        num_threads = max(1, min(available_cores(), num_envs))
+        # Async: a caller waiting in recv() steps queued envs itself, so one worker fewer than the cores
+        # fills them (and leaves the caller a core for its policy); sync: the caller is one of num_threads.
+        cores = available_cores() if batch_size == num_envs else max(1, available_cores() - 1)
+        num_threads = max(1, min(cores, num_envs))
     num_threads = check_int("num_threads", num_threads, 1, 1024)
     if block_size is not None:
         block_size = check_int("block_size", block_size, 1, num_envs)

@@ -37,6 +37,8 @@
 #include <utility>
 #include <vector>
 
+#include <sched.h>
+
 #include "batch.hpp"
 #include "futex.hpp"
 #include "rng.hpp"
@@ -45,6 +47,13 @@
 #include "task_queue.hpp"
 
 namespace fastvec::core {
+
+// The CPUs this process may run on (its affinity mask), at least 1.
+inline int available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, CPU_COUNT(&set));
+}
 
 enum class AutoresetMode { kNextStep, kSameStep, kDisabled };
 
@@ -192,6 +201,11 @@ class Pool final : public PoolBase {
     // be slow, and in parallel it is num_threads times faster.
     construct_blocks(options);
     const int workers = sync_ ? cfg_.num_threads - 1 : cfg_.num_threads;
+    // A caller waiting in recv steps queued blocks itself when that uses a core
+    // the workers leave free: always in sync mode (it is one of num_threads),
+    // in async mode only if the workers are fewer than the cores. A third
+    // thread on two cores would only take turns with the workers.
+    caller_steps_ = sync_ || workers < available_cpus();
     for (int t = 0; t < workers; ++t) workers_.emplace_back([this] { worker_loop(); });
   }
 
@@ -533,7 +547,7 @@ class Pool final : public PoolBase {
     for (;;) {
       const int d = slot.done.load(std::memory_order_acquire);
       if (d >= rows) return;
-      const int b = queue_.try_pop();
+      const int b = caller_steps_ ? queue_.try_pop() : -1;
       if (b >= 0) {
         run_block(b);
         continue;
@@ -781,6 +795,7 @@ class Pool final : public PoolBase {
   size_t obs_size_ = 1, action_size_ = 1;
   int block_size_ = 1, num_blocks_ = 1, num_slots_ = 2;
   bool sync_ = true;
+  bool caller_steps_ = true;  // set once in the constructor
 
   std::vector<std::unique_ptr<E>> blocks_;
   std::vector<Scratch> scratch_;
