@@ -186,14 +186,10 @@ def run_grid(chosen: list[Contender], num_envs: int, args: argparse.Namespace) -
         built[c.key] = time.perf_counter() - t0
     order = [c.key for c in chosen if c.key in runners]
     try:
-        for rep in range(args.reps):
-            print(f"  num_envs={num_envs}: repetition {rep + 1}/{args.reps}", file=sys.stderr, flush=True)
-            shift = rep % max(1, len(order))
-            for key in order[shift:] + order[:shift]:
-                m = runners[key].measure(args.seconds)
-                cells[key].steps_per_s.append(m["steps_per_s"])
-                cells[key].us_per_call.append(m["us_per_call"])
-                cells[key].other_cpu.append(m["other_cpu"])
+        for rep, key in bench.interleaved(order, args.reps):
+            if key == order[rep % max(1, len(order))]:
+                print(f"  num_envs={num_envs}: repetition {rep + 1}/{args.reps}", file=sys.stderr, flush=True)
+            cells[key].add(runners[key].measure(args.seconds))
     finally:
         for runner in runners.values():
             runner.close()

@@ -637,6 +637,21 @@ class Cell:
     def median(self) -> float | None:
         return statistics.median(self.steps_per_s) if self.steps_per_s else None
 
+    def add(self, m: dict[str, Any]) -> None:
+        """Records one measurement (:func:`measure`'s dict)."""
+        self.steps_per_s.append(m["steps_per_s"])
+        self.us_per_call.append(m["us_per_call"])
+        self.other_cpu.append(m["other_cpu"])
+
+
+def interleaved(keys: list[str], reps: int) -> Iterator[tuple[int, str]]:
+    """(repetition, key) for ``reps`` repetitions of every key, A B C, B C A, ...: the order rotates
+    each repetition so that no contender always runs right after the same one."""
+    for rep in range(reps):
+        shift = rep % max(1, len(keys))
+        for key in keys[shift:] + keys[:shift]:
+            yield rep, key
+
 
 def installed(package: str) -> bool:
     return importlib.util.find_spec(package) is not None
@@ -677,16 +692,10 @@ def run_grid(contenders: list[Contender], env_id: str, num_envs: int, args: argp
         chunks[key] = calibrate(runner, args.warmup)
     order = [c.key for c in contenders if c.key in runners]
     try:
-        for rep in range(args.reps):
-            # Rotate the order each repetition so no contender always runs right after the same one.
-            shift = rep % max(1, len(order))
-            for key in order[shift:] + order[:shift]:
-                m = measure(runners[key], chunks[key], args.seconds)
-                if progress is not None:
-                    progress.update(1)
-                cells[key].steps_per_s.append(m["steps_per_s"])
-                cells[key].us_per_call.append(m["us_per_call"])
-                cells[key].other_cpu.append(m["other_cpu"])
+        for _, key in interleaved(order, args.reps):
+            cells[key].add(measure(runners[key], chunks[key], args.seconds))
+            if progress is not None:
+                progress.update(1)
     finally:
         for runner in runners.values():
             runner.close()

@@ -52,8 +52,19 @@ def test_actions_may_be_a_list_and_any_integer_dtype():
 # -- async -------------------------------------------------------------------
 
 
-def test_async_serves_every_env_with_the_right_actions():
-    env = debug(8, batch_size=2, num_threads=2)
+def test_default_num_threads():
+    """Sync: the cores (the caller is one of the threads). Async: one fewer, as a caller waiting in
+    recv() steps envs itself when a core is free."""
+    cores = len(os.sched_getaffinity(0))
+    assert fastvec.make("CartPole-v1", 64).num_threads == min(cores, 64)
+    assert fastvec.make("CartPole-v1", 64, batch_size=32).num_threads == max(1, cores - 1)
+    assert fastvec.make("CartPole-v1", 1).num_threads == 1
+
+
+# num_threads 1 and 2 on 2 cores: the caller waiting in recv() steps envs itself, or leaves them to the workers.
+@pytest.mark.parametrize("num_threads", [1, 2, 3])
+def test_async_serves_every_env_with_the_right_actions(num_threads):
+    env = debug(8, batch_size=2, num_threads=num_threads)
     env.async_reset()
     steps = np.zeros(8, dtype=int)
     for _ in range(200):
