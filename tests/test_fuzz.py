@@ -36,6 +36,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
 from contextlib import contextmanager
@@ -1239,6 +1240,20 @@ def test_python_pool_refuses_actions_that_overflow_float32():
         env.reset()
         with pytest.raises(ValueError, match="finite"):
             env.step(np.full((2, 1), 1e300))  # finite as float64, inf as the float32 the env receives
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_actions_that_overflow_float32_are_refused_with_warnings_as_errors(backend):
+    """numpy warns when it casts 1e300 to float32; with warnings as errors (as here) the cast fails, and
+    the native pool read the failed cast's null array: a segfault."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with fastvec.make("Pendulum-v1", 2, seed=0, backend=backend) as env:
+            env.reset()
+            for actions in (np.full((2, 1), -1e300), np.array([[0.5], [1e39]])):
+                with pytest.raises(ValueError, match="finite"):
+                    env.step(actions)
+            assert env.step(np.zeros((2, 1), np.float64))[0].shape == (2, 3)
 
 
 def test_non_finite_env_option_is_refused():

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -215,6 +216,18 @@ class PyPool {
     if (pool_->closed()) throw std::runtime_error("the pool is closed");
   }
 
+  // numpy's cast of `arr` to T. array_t::ensure returns null (and clears the
+  // error) when numpy refuses, e.g. when warnings are errors and a cast warns.
+  template <typename T>
+  static py::array_t<T, py::array::c_style | py::array::forcecast> cast_array(const py::array& arr,
+                                                                              const char* what) {
+    auto out = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(arr);
+    if (!out)
+      throw py::value_error(std::string(what) + " of dtype " + std::string(py::str(arr.dtype())) +
+                            " cannot be converted to " + std::string(py::str(py::dtype::of<T>())));
+    return out;
+  }
+
   std::vector<int32_t> convert_ids(const py::handle& env_id) const {
     py::array arr = py::array::ensure(env_id);
     if (!arr || arr.ndim() != 1)
@@ -224,7 +237,7 @@ class PyPool {
     const char kind = arr.dtype().kind();
     if (kind != 'i' && kind != 'u' && !(arr.size() == 0))
       throw py::type_error("env_id must hold integers, got dtype " + std::string(py::str(arr.dtype())));
-    auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+    auto ids = cast_array<int64_t>(arr, "env_id");
     std::vector<int32_t> out(ids.size());
     const int64_t* p = ids.data();
     for (py::ssize_t k = 0; k < ids.size(); ++k) {
@@ -257,7 +270,7 @@ class PyPool {
                              ") must be integers, got dtype " + std::string(py::str(arr.dtype())));
       if (arr.ndim() != 1 || arr.shape(0) != rows)
         throw py::value_error("actions must have shape (" + std::to_string(rows) + ",), got " + shape_str(arr));
-      auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+      auto ints = cast_array<int64_t>(arr, "actions");
       const int64_t* p = ints.data();
       if (!all_in_range(p, rows, s.num_actions)) {
         for (int64_t k = 0; k < rows; ++k) {
@@ -280,16 +293,25 @@ class PyPool {
     for (size_t d = 0; ok && d < s.action_shape.size(); ++d) ok = arr.shape(d + 1) == s.action_shape[d];
     const bool flat_1d = action_elems_ == 1 && arr.ndim() == 1 && arr.shape(0) == rows;
     if (!ok && !flat_1d) throw py::value_error("actions must have shape " + expected + ", got " + shape_str(arr));
-    auto floats = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
-    const float* p = floats.data();
     const int64_t n = rows * action_elems_;
-    for (int64_t k = 0; k < n; ++k) {
-      if (!std::isfinite(p[k]))
-        throw py::value_error("actions must be finite, got " + std::to_string(p[k]) + " for env row " +
-                              std::to_string(k / action_elems_));
-    }
     Actions out;
-    out.floats.assign(p, p + n);
+    out.floats.resize(static_cast<size_t>(n));
+    // Other dtypes are read as float64 and checked before the float32 the env
+    // takes: 1e300 is finite as float64, not as float32 (and its C++ cast is undefined).
+    const auto take = [&](const auto* p) {
+      for (int64_t k = 0; k < n; ++k) {
+        if (!(std::fabs(p[k]) <= std::numeric_limits<float>::max()))
+          throw py::value_error("actions must be finite as float32, got " +
+                                std::string(py::repr(py::float_(static_cast<double>(p[k])))) + " for env row " +
+                                std::to_string(k / action_elems_));
+        out.floats[k] = static_cast<float>(p[k]);
+      }
+    };
+    if (arr.dtype().is(py::dtype::of<float>())) {
+      take(cast_array<float>(arr, "actions").data());  // no conversion: at most a contiguous copy
+    } else {
+      take(cast_array<double>(arr, "actions").data());
+    }
     out.data = out.floats.data();
     return out;
   }
