@@ -654,7 +654,11 @@ def interleaved(keys: list[str], reps: int) -> Iterator[tuple[int, str]]:
 
 
 def installed(package: str) -> bool:
-    return importlib.util.find_spec(package) is not None
+    """Whether ``package`` (maybe dotted: ``ray.rllib``) can be imported."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def skip_reason(c: Contender, num_envs: int, max_processes: int) -> str | None:

@@ -83,3 +83,13 @@ def test_list_prints_the_native_envs(tmp_path):
         assert f"  {env_id}\n" in run.stdout
     assert "_Debug-v0" not in run.stdout
     assert "Python-env pool" in run.stdout
+
+
+def test_a_contender_whose_parent_package_is_missing_is_not_installed():
+    """fastvec bench without Ray: the RLlib contenders' package is 'ray.rllib', whose find_spec
+    raises instead of returning None; the bench crashed before its first measurement."""
+    from fastvec.bench import installed
+
+    assert not installed("no_such_package_fastvec.sub")
+    assert not installed("no_such_package_fastvec")
+    assert installed("numpy.linalg")
