@@ -246,7 +246,8 @@ DISCRETE_FORMS = st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "
 BOX_FORMS = st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"])
 BAD_DISCRETE = st.sampled_from(["short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge",
                                 "bool", "ragged"])
-BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool", "scalar"])
+BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool",
+                           "scalar"])
 
 
 def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool,

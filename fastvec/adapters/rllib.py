@@ -116,12 +116,13 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
             )
     if normalize_images is not None and not isinstance(normalize_images, bool):
         raise TypeError(f"normalize_images must be a bool or None, got {normalize_images!r}")
+    env = label if isinstance(env_id, str) else env_id
     name = f"fastvec-{label}".replace(":", "-")  # gymnasium reads 'module:id' as an import
     extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
     if extra or not isinstance(env_id, str):
-        key = repr((env_id if not isinstance(env_id, str) else "", sorted(extra.items(), key=lambda kv: kv[0])))
+        key = repr(("" if isinstance(env_id, str) else env_id, sorted(extra.items(), key=lambda kv: kv[0])))
         name += "-" + hashlib.sha1(key.encode()).hexdigest()[:8]
-    register_env(name, _Creator(env_id if not isinstance(env_id, str) else label, dict(kwargs), normalize_images))
+    register_env(name, _Creator(env, dict(kwargs), normalize_images))
     return name
 
 

@@ -552,7 +552,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
             if arr.dtype.kind == "f" or space.dtype.kind == "f":
                 # checked as the env's dtype receives them: 1e300 is finite as float64, inf as float32
                 with np.errstate(over="ignore", invalid="ignore"):
-                    cast = arr.astype(space.dtype) if space.dtype.kind == "f" else arr
+                    cast = arr.astype(space.dtype, copy=False) if space.dtype.kind == "f" else arr
                 if not np.isfinite(cast).all():
                     per_row = np.isfinite(cast.reshape(shape)).reshape(rows, -1).all(axis=1)
                     bad = int(np.flatnonzero(~per_row)[0])
