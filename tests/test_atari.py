@@ -181,6 +181,75 @@ def test_full_action_space_and_image_options():
         assert obs.shape == (1, 2, 42, 80)
 
 
+# (img_height, img_width) covering the resize's paths: 16-bit sums rounded by an even divisor (42x80: 10,
+# 100x100: 168) or an odd one (126x96: 25); three or fewer taps per output column (the AVX-512 kernel) or
+# more (70x32); sums too wide for 16 bits (64x64, 83x79); integer scales, where OpenCV rounds ties its own
+# way: 2x2 (105x80), 2x1 (105x160), 5x4 (42x40), 3x5 (70x32).
+IMAGE_SIZES = [(42, 80), (100, 100), (126, 96), (70, 32), (64, 64), (83, 79), (105, 80), (105, 160), (42, 40)]
+
+
+@pytest.mark.parametrize(("height", "width"), IMAGE_SIZES)
+def test_other_image_sizes_match_gymnasium(height, width):
+    base = gym.make("ALE/Breakout-v5", frameskip=1, repeat_action_probability=0.0)
+    ref = FrameStackObservation(AtariPreprocessing(base, noop_max=0, frame_skip=4, screen_size=(width, height)), 4)
+    with fastvec.make("Breakout-v5", num_envs=1, img_height=height, img_width=width, noop_max=0,
+                      repeat_action_probability=0.0, seed=0) as env:
+        want, _ = ref.reset(seed=0)
+        got, _ = env.reset()
+        assert got[0].shape == want.shape == (4, height, width)
+        rng = np.random.default_rng(height * width)
+        identical = total = 0
+        for _ in range(150):
+            a = int(rng.integers(ref.action_space.n))
+            want, r1, term1, *_ = ref.step(a)
+            got, r2, term2, *_ = env.step(np.array([a]))
+            assert (r2[0], term2[0]) == (r1, term1)
+            identical += int(np.count_nonzero(got[0] == want))
+            total += want.size
+            if term1:
+                break
+    ref.close()
+    assert identical / total >= 0.9999, f"{total - identical} of {total} pixels differ"
+
+
+_KERNEL_DIGESTS = """
+import hashlib, json, numpy as np, fastvec
+from fastvec import _core
+out = {"kernels": _core.atari_kernels, "digests": []}
+for kw in [{}, {"gray_scale": False}] + [{"img_height": h, "img_width": w} for h, w in SIZES]:
+    with fastvec.make("Breakout-v5", num_envs=2, seed=3, **kw) as env:
+        h = hashlib.sha1(env.reset()[0].tobytes())
+        rng = np.random.default_rng(0)
+        for _ in range(200):
+            obs, reward, *_ = env.step(rng.integers(env.single_action_space.n, size=2))
+            h.update(obs.tobytes())
+            h.update(reward.tobytes())
+    out["digests"].append(h.hexdigest())
+print(json.dumps(out))
+"""
+
+
+def test_portable_kernels_give_the_same_frames():
+    """Machines without AVX-512 run the portable palette and resize kernels: they give the same bytes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def run(portable: str) -> dict:
+        code = f"SIZES = {IMAGE_SIZES!r}\n" + _KERNEL_DIGESTS
+        env = {**os.environ, "FASTVEC_PORTABLE_KERNELS": portable}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    native, portable = run("0"), run("1")
+    assert portable["kernels"] == "portable"
+    assert native["kernels"] == _core.atari_kernels
+    assert native["digests"] == portable["digests"]
+    assert len(set(native["digests"])) == len(native["digests"])  # every option gave other frames
+
+
 def test_full_screen_needs_no_resize():
     ref = FrameStackObservation(
         AtariPreprocessing(gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0), noop_max=0,

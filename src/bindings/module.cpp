@@ -365,6 +365,9 @@ PYBIND11_MODULE(_core, m) {
 #ifdef FASTVEC_WITH_ATARI
   fastvec::bindings::register_atari();
   m.attr("has_atari") = true;
+  // "avx512" or "portable": the Atari preprocessing kernels this CPU runs
+  // (FASTVEC_PORTABLE_KERNELS=1 forces the portable ones, for their tests).
+  m.attr("atari_kernels") = fastvec::envs::atari_kernels();
   // The benchmark's baseline: one emulator stepped in a C++ loop on this thread.
   m.def(
       "atari_loop_rate",

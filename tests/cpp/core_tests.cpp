@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/pool.hpp"
+#include "envs/atari/divide.hpp"
 #include "envs/classic_control/cartpole.hpp"
 #include "envs/fast_math.hpp"
 
@@ -127,7 +128,23 @@ static void test_usage_errors() {
   CHECK(threw);
 }
 
+// The Atari resize rounds with DivU16: exact for every 16-bit dividend and
+// every divisor it can get (and far beyond).
+static void test_divu16_is_exact() {
+  long wrong = 0;
+  for (uint32_t d = 2; d <= 2048; ++d) {
+    const envs::DivU16 divide(d);
+    for (uint32_t x = 0; x <= 65535; ++x) wrong += divide(static_cast<uint16_t>(x)) != x / d;
+  }
+  for (uint32_t d : {4095u, 4096u, 4097u, 33600u, 65534u, 65535u}) {
+    const envs::DivU16 divide(d);
+    for (uint32_t x = 0; x <= 65535; ++x) wrong += divide(static_cast<uint16_t>(x)) != x / d;
+  }
+  CHECK(wrong == 0);
+}
+
 int main() {
+  test_divu16_is_exact();
   test_sincos_matches_libm();
   test_determinism_across_threads_blocks_and_async();
   test_usage_errors();

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "ale/ale_interface.hpp"
 #include "core/simd.hpp"
+#include "envs/atari/divide.hpp"
 #include "ale/common/Log.hpp"
 #include "ale/emucore/MD5.hxx"
 #include "ale/games/Roms.hpp"
@@ -39,6 +41,24 @@ int int_option(const core::Options& o, const char* name, double fallback, int lo
 void quiet_ale() {
   static std::once_flag once;
   std::call_once(once, [] { ale::Logger::setMode(ale::Logger::Error); });
+}
+
+// FASTVEC_PORTABLE_KERNELS=1 takes the portable preprocessing kernels on a
+// CPU with AVX-512, so that the tests check them against the AVX-512 ones.
+bool portable_kernels() {
+  static const bool portable = [] {
+    const char* v = std::getenv("FASTVEC_PORTABLE_KERNELS");
+    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return portable;
+}
+
+// The AVX-512 kernels: the palette (VBMI byte permutes) and the resize.
+bool use_avx512() {
+  static const bool avx512 = !portable_kernels() && __builtin_cpu_supports("avx512f") &&
+                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                             __builtin_cpu_supports("avx512vbmi");
+  return avx512;
 }
 
 // The ROM's supported-game settings, or EnvError: ALE itself would exit the
@@ -104,26 +124,47 @@ struct AreaAxis {
   int32_t total = 0;  // the k of every cell sum to this
 };
 
+// round(n / div) for the 16-bit sums of a resize (n <= 255 div, div <= 256):
+// floor((n + floor(div / 2)) / div), which rounds half up; with check_ties,
+// tie[i] is set where n / div is exactly k + .5 (possible for an even div
+// only), for the caller to round as OpenCV does. Returns whether any tied.
+FASTVEC_SIMD_CLONES_256 bool round_sums(const uint16_t* __restrict n, int count, DivU16 divide, uint16_t div,
+                                        bool check_ties, uint8_t* __restrict out, uint8_t* __restrict tie) {
+  const auto half = static_cast<uint16_t>(div / 2);
+  const uint8_t even = check_ties && div % 2 == 0;
+  uint8_t any = 0;
+  for (int i = 0; i < count; ++i) {
+    const auto x = static_cast<uint16_t>(n[i] + half);
+    const uint16_t q = divide(x);
+    const uint8_t t = even & static_cast<uint8_t>(static_cast<uint16_t>(q * div) == x);
+    out[i] = static_cast<uint8_t>(q);
+    tie[i] = t;
+    any |= t;
+  }
+  return any != 0;
+}
+
 // INTER_AREA resize of one 8-bit plane (kScreenH x kScreenW), exactly as
-// cv2.resize computes it: vertical integer sums (16-bit, contiguous: the
-// compiler vectorizes them), then horizontal integer sums (AVX-512: 32
-// outputs from two registers of sources with three word permutes), rounded
-// through a table; exact ties recomputed in OpenCV's float order.
+// cv2.resize computes it. One output row at a time, with its scratch on the
+// stack: what an env keeps between steps is what limits how many envs share
+// a core's cache. Per row: the vertical integer sums of its source rows
+// (16-bit, contiguous: the compiler vectorizes them), the horizontal integer
+// sums (AVX-512: 32 outputs from two registers of sources with three word
+// permutes), then round(n / div) (round_sums); an exact tie at .5 is
+// recomputed in OpenCV's float order. No 512-bit multiplies or float math:
+// see FASTVEC_SIMD_CLONES_256.
 class AreaResize {
  public:
   AreaResize(int dh, int dw)
       : dh_(dh), dw_(dw), x_(kScreenW, dw), y_(kScreenH, dh), div_(x_.total * y_.total),
-        cols_(static_cast<size_t>(dh) * kColStride, 0), sums_(static_cast<size_t>(dh) * dw) {
-    const int64_t bound = int64_t{255} * div_;
-    // Table of n -> round(n / div_), kTie for an exact .5.
-    if (bound < 65536) {
-      round_.resize(bound + 1);
-      for (int32_t n = 0; n <= bound; ++n)
-        round_[n] = 2 * n % (2 * div_) == div_ ? kTie : static_cast<uint16_t>((2 * n + div_) / (2 * div_));
-    }
+        fits_(div_ >= 2 && div_ <= 256), divide_(fits_ ? div_ : 2) {
+    // Integer scales on both axes take OpenCV's resizeAreaFast, which rounds
+    // ties its own way (tie_pixel).
+    area_fast_ = kScreenH % dh == 0 && kScreenW % dw == 0;
+    half_up_ = area_fast_ && kScreenH / dh == 2 && kScreenW / dw == 2;
+    check_ties_ = div_ % 2 == 0 && !half_up_;
     // The AVX-512 path: 32 outputs need at most 64 consecutive sources.
-    wide_ = !round_.empty() && x_.taps <= kMaxTaps && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vbmi");
+    wide_ = fits_ && x_.taps <= kMaxTaps && use_avx512();
     for (int b = 0; wide_ && b * 32 < dw_; ++b) {
       const int last = std::min(dw_, b * 32 + 32) - 1;
       wide_ = x_.start[last] + x_.taps - x_.start[b * 32] <= 64;
@@ -142,23 +183,24 @@ class AreaResize {
     }
   }
 
-  void apply(const uint8_t* src, uint8_t* dst) {
-    vertical(src);
-    if (wide_) {
-      horizontal_wide();
-    } else {
-      horizontal();
-    }
-    if (round_.empty()) return;  // horizontal() rounded already
+  // The sums fit 16 bits (div <= 256, and a resize): apply(); else apply_general().
+  bool fits_16bit() const { return fits_; }
+
+  void apply(const uint8_t* src, uint8_t* dst) const {
+    alignas(64) uint16_t col[kColStride];  // one row of vertical sums; zeros past the screen's width
+    std::fill(col + kScreenW, col + kColStride, uint16_t{0});
     for (int dy = 0; dy < dh_; ++dy) {
-      for (int dx = 0; dx < dw_; ++dx) {
-        const uint16_t q = round_[sums_[static_cast<size_t>(dy) * dw_ + dx]];
-        dst[static_cast<size_t>(dy) * dw_ + dx] = q == kTie ? float_pixel(src, dy, dx) : static_cast<uint8_t>(q);
+      vertical(src, dy, col);
+      uint8_t* out = dst + static_cast<size_t>(dy) * dw_;
+      if (wide_) {
+        horizontal_wide(col, src, dy, out);
+      } else {
+        horizontal(col, src, dy, out);
       }
     }
   }
 
-  // The general path when the sums may not fit 16 bits: writes dst itself.
+  // The general path, for sizes whose sums do not fit 16 bits.
   void apply_general(const uint8_t* src, uint8_t* dst) const {
     for (int dy = 0; dy < dh_; ++dy) {
       for (int dx = 0; dx < dw_; ++dx) {
@@ -171,71 +213,98 @@ class AreaResize {
         }
         const bool tie = 2 * n % (2 * int64_t{div_}) == div_;
         dst[static_cast<size_t>(dy) * dw_ + dx] =
-            tie ? float_pixel(src, dy, dx) : static_cast<uint8_t>((2 * n + div_) / (2 * int64_t{div_}));
+            tie && !half_up_ ? tie_pixel(src, dy, dx) : static_cast<uint8_t>((2 * n + div_) / (2 * int64_t{div_}));
       }
     }
   }
-
-  bool fits_16bit() const { return !round_.empty(); }
 
  private:
   static constexpr int kMaxTaps = 3, kColStride = kScreenW + 64;  // room for a 64-wide load past the edge
-  static constexpr uint16_t kTie = 0xFFFF;
 
-  FASTVEC_SIMD_CLONES void vertical(const uint8_t* src) {
+  FASTVEC_SIMD_CLONES_256 void vertical(const uint8_t* src, int dy, uint16_t* __restrict out) const {
     const int taps = y_.taps;
-    for (int dy = 0; dy < dh_; ++dy) {
-      uint16_t* __restrict out = cols_.data() + static_cast<size_t>(dy) * kColStride;
-      const int32_t* k = &y_.k[static_cast<size_t>(dy) * taps];
-      const uint8_t* s0 = src + static_cast<size_t>(y_.start[dy]) * kScreenW;
-      const uint16_t k0 = static_cast<uint16_t>(k[0]);
-      for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(k0 * s0[x]);
-      for (int t = 1; t < taps; ++t) {
-        const uint16_t kt = static_cast<uint16_t>(k[t]);
-        const uint8_t* st = s0 + static_cast<size_t>(t) * kScreenW;
-        for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(out[x] + kt * st[x]);
-      }
+    const int32_t* k = &y_.k[static_cast<size_t>(dy) * taps];
+    const uint8_t* s0 = src + static_cast<size_t>(y_.start[dy]) * kScreenW;
+    const uint16_t k0 = static_cast<uint16_t>(k[0]);
+    for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(k0 * s0[x]);
+    for (int t = 1; t < taps; ++t) {
+      const uint16_t kt = static_cast<uint16_t>(k[t]);
+      const uint8_t* st = s0 + static_cast<size_t>(t) * kScreenW;
+      for (int x = 0; x < kScreenW; ++x) out[x] = static_cast<uint16_t>(out[x] + kt * st[x]);
     }
   }
 
-  void horizontal() {
+  void horizontal(const uint16_t* col, const uint8_t* src, int dy, uint8_t* out) const {
     const int taps = x_.taps;
-    for (int dy = 0; dy < dh_; ++dy) {
-      const uint16_t* r = cols_.data() + static_cast<size_t>(dy) * kColStride;
-      for (int dx = 0; dx < dw_; ++dx) {
-        const int32_t* k = &x_.k[static_cast<size_t>(dx) * taps];
-        const uint16_t* s = r + x_.start[dx];
-        int32_t n = 0;
-        for (int t = 0; t < taps; ++t) n += k[t] * s[t];
-        sums_[static_cast<size_t>(dy) * dw_ + dx] = static_cast<uint16_t>(n);
+    uint16_t sums[kScreenW];
+    uint8_t tie[kScreenW];
+    for (int dx = 0; dx < dw_; ++dx) {
+      const int32_t* k = &x_.k[static_cast<size_t>(dx) * taps];
+      const uint16_t* s = col + x_.start[dx];
+      int32_t n = 0;
+      for (int t = 0; t < taps; ++t) n += k[t] * s[t];
+      sums[dx] = static_cast<uint16_t>(n);
+    }
+    if (!round_sums(sums, dw_, divide_, static_cast<uint16_t>(div_), check_ties_, out, tie)) return;
+    for (int dx = 0; dx < dw_; ++dx)
+      if (tie[dx]) out[dx] = tie_pixel(src, dy, dx);
+  }
+
+  // GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+  // _mm512_undefined_* values (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // 512-bit permutes gather each tap's sources for 32 outputs; the multiplies
+  // and the float rounding run on 256-bit halves (see FASTVEC_SIMD_CLONES_256).
+  __attribute__((target("avx512f,avx512bw,avx512vl"))) void horizontal_wide(const uint16_t* col, const uint8_t* src,
+                                                                              int dy, uint8_t* out) const {
+    const __m256i div = _mm256_set1_epi16(static_cast<int16_t>(div_));
+    const __m256i half = _mm256_set1_epi16(static_cast<int16_t>(div_ / 2));
+    const __m256i mult = _mm256_set1_epi16(static_cast<int16_t>(divide_.mult));
+    const __m128i shift = _mm_cvtsi32_si128(divide_.shift);
+    for (int b = 0; b * 32 < dw_; ++b) {
+      const uint16_t* base = col + x_.start[b * 32];
+      const __m512i lo = _mm512_loadu_si512(base), hi = _mm512_loadu_si512(base + 32);
+      __m256i n[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // outputs 0-15, 16-31 of the block
+      for (int t = 0; t < x_.taps; ++t) {
+        const __m512i idx = _mm512_loadu_si512(&perm_[(b * kMaxTaps + t) * 32]);
+        const __m512i v = _mm512_permutex2var_epi16(lo, idx, hi);
+        const uint16_t* k = &mult_[(b * kMaxTaps + t) * 32];
+        n[0] = _mm256_add_epi16(n[0], _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)),
+                                                         _mm512_castsi512_si256(v)));
+        n[1] = _mm256_add_epi16(n[1], _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 16)),
+                                                         _mm512_extracti64x4_epi64(v, 1)));
+      }
+      // round_sums, 16 outputs at a time.
+      for (int h = 0; h < 2; ++h) {
+        const int first = b * 32 + h * 16, lanes = std::min(16, dw_ - first);
+        if (lanes <= 0) break;
+        const __mmask16 valid = lanes == 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << lanes) - 1);
+        const __m256i x = _mm256_add_epi16(n[h], half);
+        const __m256i t = _mm256_mulhi_epu16(x, mult);
+        const __m256i q = _mm256_srl_epi16(_mm256_add_epi16(t, _mm256_srli_epi16(_mm256_sub_epi16(x, t), 1)), shift);
+        _mm256_mask_cvtepi16_storeu_epi8(out + first, valid, q);
+        if (!check_ties_) continue;
+        for (unsigned tie = _mm256_mask_cmpeq_epi16_mask(valid, _mm256_mullo_epi16(q, div), x); tie != 0; tie &= tie - 1)
+          out[first + __builtin_ctz(tie)] = tie_pixel(src, dy, first + __builtin_ctz(tie));
       }
     }
   }
+#pragma GCC diagnostic pop
 
-  __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void horizontal_wide() {
-    const int blocks = (dw_ + 31) / 32;
-    alignas(64) uint16_t tail[32];
-    for (int dy = 0; dy < dh_; ++dy) {
-      const uint16_t* r = cols_.data() + static_cast<size_t>(dy) * kColStride;
-      uint16_t* out = sums_.data() + static_cast<size_t>(dy) * dw_;
-      for (int b = 0; b < blocks; ++b) {
-        const uint16_t* base = r + x_.start[b * 32];
-        const __m512i lo = _mm512_loadu_si512(base), hi = _mm512_loadu_si512(base + 32);
-        __m512i n = _mm512_setzero_si512();
-        for (int t = 0; t < x_.taps; ++t) {
-          const __m512i idx = _mm512_loadu_si512(&perm_[(b * kMaxTaps + t) * 32]);
-          const __m512i k = _mm512_loadu_si512(&mult_[(b * kMaxTaps + t) * 32]);
-          n = _mm512_add_epi16(n, _mm512_mullo_epi16(k, _mm512_permutex2var_epi16(lo, idx, hi)));
-        }
-        const int lanes = std::min(32, dw_ - b * 32);
-        if (lanes == 32) {
-          _mm512_storeu_si512(out + b * 32, n);
-        } else {
-          _mm512_store_si512(tail, n);
-          std::memcpy(out + b * 32, tail, lanes * sizeof(uint16_t));
-        }
-      }
+  // A pixel whose exact value is k + .5, as OpenCV rounds it: resizeAreaFast
+  // (integer scales) takes the area's integer sum times float(1 / area),
+  // rounded to nearest even, except that 2x2 rounds half up ((sum + 2) >> 2,
+  // never a tie here); the general INTER_AREA path sums in float (float_pixel).
+  uint8_t tie_pixel(const uint8_t* src, int dy, int dx) const {
+    if (!area_fast_) return float_pixel(src, dy, dx);
+    int32_t sum = 0;
+    for (int ty = 0; ty < y_.taps; ++ty) {
+      const uint8_t* row = src + static_cast<size_t>(y_.start[dy] + ty) * kScreenW + x_.start[dx];
+      for (int tx = 0; tx < x_.taps; ++tx) sum += row[tx];
     }
+    const float scale = 1.f / static_cast<float>(y_.taps * x_.taps);
+    return static_cast<uint8_t>(std::clamp<long>(std::lrint(static_cast<float>(sum) * scale), 0, 255));
   }
 
   // cv::resize's float arithmetic for one pixel: per source row the
@@ -259,10 +328,10 @@ class AreaResize {
   int dh_, dw_;
   AreaAxis x_, y_;
   int32_t div_;
-  bool wide_ = false;
-  std::vector<uint16_t> cols_;      // dh x kColStride vertical sums
-  std::vector<uint16_t> sums_;      // dh x dw full sums
-  std::vector<uint16_t> round_;     // n -> rounded pixel or kTie
+  bool fits_, wide_ = false;
+  DivU16 divide_;  // by div_
+  bool area_fast_ = false, half_up_ = false;  // integer scales; 2x2
+  bool check_ties_ = false;  // an exact .5 can occur (div_ even) and is not rounded up
   std::vector<uint16_t> perm_, mult_;  // per 32-output block and tap: source lane and weight
 };
 
@@ -299,8 +368,7 @@ void palette_max_scalar(const uint8_t* a, const uint8_t* b, const uint8_t* lut, 
 
 // b may be null: lut[a] only.
 void palette_max(const uint8_t* a, const uint8_t* b, const uint8_t* lut, uint8_t* out, size_t n) {
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-  if (vbmi) {
+  if (use_avx512()) {
     palette_max_vbmi(a, b, lut, out, n);
   } else {
     palette_max_scalar(a, b, lut, out, n);
@@ -310,6 +378,15 @@ void palette_max(const uint8_t* a, const uint8_t* b, const uint8_t* lut, uint8_t
 // inout = max(inout, lut[a]): the last step of an episode (rare), not vectorized.
 void palette_max_into(const uint8_t* a, const uint8_t* lut, uint8_t* inout, size_t n) {
   for (size_t p = 0; p < n; ++p) inout[p] = std::max(inout[p], lut[a[p]]);
+}
+
+// Where a step keeps the second-last frame's palette indices until it pools
+// them: one buffer per thread, since it lives within one step. Per env it
+// would add 33.6 KB to the working set that many envs on a core compete for.
+uint8_t* second_last_screen() {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  if (!buffer) buffer = std::make_unique<uint8_t[]>(kScreenSize);
+  return buffer.get();
 }
 
 }  // namespace
@@ -441,17 +518,18 @@ class AtariGame {
   float step_frames(ale::Action a, bool take_screens = true) {
     float reward = 0.f;
     const int fs = opt_.frame_skip;
+    uint8_t* second = second_last_screen();
     int k = 0;
     for (; k < fs; ++k) {
       reward += static_cast<float>(ale_.act(a));
       if (ale_.game_over(false)) break;
-      if (k == fs - 2 && take_screens) std::memcpy(second_last_.data(), screen(), kScreenSize);
+      if (k == fs - 2 && take_screens) std::memcpy(second, screen(), kScreenSize);
     }
     if (!take_screens) return reward;
     if (k == fs) {
-      pool(fs > 1 ? second_last_.data() : nullptr);
+      pool(fs > 1 ? second : nullptr);
     } else if (k == fs - 1 && fs > 1) {
-      for (int c = 0; c < opt_.channels(); ++c) palette_max_into(second_last_.data(), lut(c), pooled(c), kScreenSize);
+      for (int c = 0; c < opt_.channels(); ++c) palette_max_into(second, lut(c), pooled(c), kScreenSize);
     }
     return reward;
   }
@@ -493,7 +571,6 @@ class AtariGame {
   AreaResize resize_;
   bool direct_;
   std::vector<uint8_t> pooled_;                     // per channel: the palette values of the max-pooled screens
-  std::array<uint8_t, kScreenSize> second_last_{};  // the second-last frame's palette indices
   std::array<uint8_t, 256> gray_{};
   std::array<std::array<uint8_t, 256>, 3> rgb_{};
   std::vector<uint8_t> stack_;
@@ -563,5 +640,7 @@ double atari_loop_rate(const core::Options& options, int steps, bool preprocess)
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return steps / s;
 }
+
+const char* atari_kernels() { return use_avx512() ? "avx512" : "portable"; }
 
 }  // namespace fastvec::envs

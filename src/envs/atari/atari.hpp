@@ -64,4 +64,8 @@ class Atari {
 // (raw emulation rate, with and without the preprocessing). Returns steps/s.
 double atari_loop_rate(const core::Options& options, int steps, bool preprocess);
 
+// The preprocessing kernels this process runs: "avx512" (a CPU with AVX-512
+// BW and VBMI) or "portable" (the compiler's vectorization of plain loops).
+const char* atari_kernels();
+
 }  // namespace fastvec::envs
