@@ -151,8 +151,8 @@ FASTVEC_SIMD_CLONES_256 bool round_sums(const uint16_t* __restrict n, int count,
 // (16-bit, contiguous: the compiler vectorizes them), the horizontal integer
 // sums (AVX-512: 32 outputs from two registers of sources with three word
 // permutes), then round(n / div) (round_sums); an exact tie at .5 is
-// recomputed in OpenCV's float order. No 512-bit multiplies or float math:
-// see FASTVEC_SIMD_CLONES_256.
+// rounded as OpenCV rounds it (tie_pixel). No 512-bit multiplies or float
+// math: see FASTVEC_SIMD_CLONES_256.
 class AreaResize {
  public:
   AreaResize(int dh, int dw)
@@ -255,7 +255,7 @@ class AreaResize {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   // 512-bit permutes gather each tap's sources for 32 outputs; the multiplies
-  // and the float rounding run on 256-bit halves (see FASTVEC_SIMD_CLONES_256).
+  // and the rounding run on 256-bit halves (see FASTVEC_SIMD_CLONES_256).
   __attribute__((target("avx512f,avx512bw,avx512vl"))) void horizontal_wide(const uint16_t* col, const uint8_t* src,
                                                                               int dy, uint8_t* out) const {
     const __m256i div = _mm256_set1_epi16(static_cast<int16_t>(div_));
@@ -331,7 +331,7 @@ class AreaResize {
   bool fits_, wide_ = false;
   DivU16 divide_;  // by div_
   bool area_fast_ = false, half_up_ = false;  // integer scales; 2x2
-  bool check_ties_ = false;  // an exact .5 can occur (div_ even) and is not rounded up
+  bool check_ties_ = false;  // an exact .5 can occur (div_ even) and OpenCV may round it down
   std::vector<uint16_t> perm_, mult_;  // per 32-output block and tap: source lane and weight
 };
 
