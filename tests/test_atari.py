@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -229,17 +233,14 @@ print(json.dumps(out))
 """
 
 
-def test_portable_kernels_give_the_same_frames():
+def test_portable_kernels_give_the_same_frames(tmp_path):
     """Machines without AVX-512 run the portable palette and resize kernels: they give the same bytes."""
-    import json
-    import os
-    import subprocess
-    import sys
 
     def run(portable: str) -> dict:
         code = f"SIZES = {IMAGE_SIZES!r}\n" + _KERNEL_DIGESTS
         env = {**os.environ, "FASTVEC_PORTABLE_KERNELS": portable}
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,  # the installed fastvec
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
