@@ -304,7 +304,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if values is not None:
             self._values(info, values)
         if extras is not None:
-            done, ep_return, ep_length, final_obs = extras
+            done, ep_return, ep_length, final_obs, final_values = extras
             stats = {"episode_return": ep_return, "_episode_return": done,
                      "episode_length": ep_length, "_episode_length": done}
             info.update(stats)
@@ -313,5 +313,10 @@ class VectorEnv(gym.vector.VectorEnv):
                 for i in np.flatnonzero(done):
                     boxed[i] = final_obs[i]
                 info["final_obs"], info["_final_obs"] = boxed, done
-                info["final_info"], info["_final_info"] = stats, done
+                # The info of the step that ended each episode: its statistics and the env's values
+                # (info itself has the new episode's).
+                final_info = dict(stats)
+                for k, name in enumerate(self._info_names):
+                    final_info[name], final_info[f"_{name}"] = final_values[:, k], done
+                info["final_info"], info["_final_info"] = final_info, done
         return obs, reward, terminated, truncated, info

@@ -331,6 +331,25 @@ def test_same_step_autoreset_gives_final_obs():
         assert all(np.array_equal(obs[0][0], obs[0][k]) for k in range(4))
 
 
+def test_same_step_final_info_has_the_final_lives():
+    """final_info is the info of the step that ended the episode: lives 0 at game over, while info already
+    has the new episode's lives."""
+    with fastvec.make("Breakout-v5", num_envs=2, autoreset_mode="same_step", noop_max=0, seed=0) as env:
+        _, info = env.reset()
+        start = info["lives"].copy()
+        for _ in range(3000):  # FIRE and never move: the ball is lost five times
+            _, _, terminated, truncated, info = env.step(np.ones(2, dtype=np.int64))
+            if terminated.any():
+                break
+        assert terminated.any() and not truncated.any()
+        done = info["_final_info"]
+        final = info["final_info"]
+        np.testing.assert_array_equal(final["_lives"], done)
+        assert np.all(final["lives"][done] == 0)
+        np.testing.assert_array_equal(info["lives"][done], start[done])
+        np.testing.assert_array_equal(final["episode_length"][done], info["episode_length"][done])
+
+
 def test_channels_last_is_the_same_frames_transposed():
     kw = {"num_envs": 2, "seed": 4, "gray_scale": False, "stack_num": 2}
     with fastvec.make("Pong-v5", **kw) as first, fastvec.make("Pong-v5", channels_last=True, **kw) as last:

@@ -319,8 +319,10 @@ class PyPool {
   // (obs, reward, terminated, truncated, env_id, extras, values): numpy
   // arrays viewing the batch, which stays alive (and unrecycled) while any of
   // them does. extras is None unless an episode ended: then (done,
-  // episode_return, episode_length, final_obs or None). values is the
-  // (rows, len(info_names)) int32 array of the env's info values, or None.
+  // episode_return, episode_length, final_obs or None, final_values or None).
+  // values is the (rows, len(info_names)) int32 array of the env's info
+  // values, or None; final_values the same for the steps that ended an
+  // episode, in same-step autoreset mode.
   py::tuple result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
     Batch* b = batch.get();
     py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
@@ -332,17 +334,23 @@ class PyPool {
     std::vector<py::ssize_t> obs_shape = obs_shape_;
     obs_shape[0] = rows;
     py::array obs(obs_dtype_, obs_shape, {}, b->obs(0), owner);
+    const int k = b->layout().info_fields;
+    auto info_array = [&](int32_t* p) -> py::object {
+      if (k == 0) return py::none();
+      const py::ssize_t item = sizeof(int32_t);
+      return py::array_t<int32_t>({rows, static_cast<py::ssize_t>(k)}, {k * item, item}, p, owner);
+    };
     py::object extras = py::none();
     if (b->num_done.load(std::memory_order_relaxed) > 0) {
-      py::object final_obs = py::none();
-      if (b->layout().with_final_obs) final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
-      extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs);
+      py::object final_obs = py::none(), final_values = py::none();
+      if (b->layout().with_final_obs) {
+        final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
+        final_values = info_array(b->final_info(0));
+      }
+      extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs,
+                              final_values);
     }
-    py::object values = py::none();
-    if (const int k = b->layout().info_fields; k > 0) {
-      const py::ssize_t item = sizeof(int32_t);
-      values = py::array_t<int32_t>({rows, static_cast<py::ssize_t>(k)}, {k * item, item}, b->info(0), owner);
-    }
+    py::object values = info_array(b->info(0));
     return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras,
                           values);
   }

@@ -41,6 +41,7 @@ class Batch {
     episode_length_ = take(r * sizeof(int32_t));
     env_id_ = take(r * sizeof(int32_t));
     info_ = take(r * layout.info_fields * sizeof(int32_t));
+    final_info_ = take(layout.with_final_obs ? r * layout.info_fields * sizeof(int32_t) : 0);
     terminated_ = take(r);
     truncated_ = take(r);
     done_ = take(r);
@@ -59,6 +60,9 @@ class Batch {
   int32_t* episode_length() { return at<int32_t>(episode_length_); }
   int32_t* env_id() { return at<int32_t>(env_id_); }
   int32_t* info(int row) { return at<int32_t>(info_) + static_cast<size_t>(row) * layout_.info_fields; }
+  // Same-step autoreset: the info values of the step that ended an episode
+  // (info() has the new episode's).
+  int32_t* final_info(int row) { return at<int32_t>(final_info_) + static_cast<size_t>(row) * layout_.info_fields; }
   bool* terminated() { return at<bool>(terminated_); }
   bool* truncated() { return at<bool>(truncated_); }
   bool* done() { return at<bool>(done_); }  // terminated || truncated: an episode ended
@@ -76,7 +80,7 @@ class Batch {
 
   BatchLayout layout_;
   size_t obs_ = 0, final_obs_ = 0, reward_ = 0, episode_return_ = 0, episode_length_ = 0;
-  size_t env_id_ = 0, info_ = 0, terminated_ = 0, truncated_ = 0, done_ = 0, size_ = 0;
+  size_t env_id_ = 0, info_ = 0, final_info_ = 0, terminated_ = 0, truncated_ = 0, done_ = 0, size_ = 0;
   std::byte* data_ = nullptr;
 };
 

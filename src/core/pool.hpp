@@ -157,6 +157,8 @@ class Pool final : public PoolBase {
   static constexpr bool kDiscrete = std::is_integral_v<Action>;  // one action element per env
   // Cheap envs step a whole block in one call. step_block may also step envs
   // about to be reset; their results are discarded.
+  // Envs with int32 info values (Spec::info_names), such as Atari's lives.
+  static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
   static constexpr bool kHasStepBlock =
       requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
 
@@ -195,7 +197,8 @@ class Pool final : public PoolBase {
     slots_ = std::make_unique<Slot[]>(num_slots_);
     for (int s = 0; s < num_slots_; ++s) slots_[s].batch = recycler_->take();
     for (int b = 0; b < num_blocks_; ++b) {
-      scratch_[b].resize(block_size_, layout.with_final_obs ? obs_size_ : 0);
+      scratch_[b].resize(block_size_, layout.with_final_obs ? obs_size_ : 0,
+                         layout.with_final_obs ? layout.info_fields : 0);
     }
     // Envs are constructed on the pool's threads: loading an env (a ROM) can
     // be slow, and in parallel it is num_threads times faster.
@@ -430,13 +433,15 @@ class Pool final : public PoolBase {
     std::vector<double> episode_return;
     std::vector<int32_t> episode_length;
     std::vector<Obs> final_obs;
+    std::vector<int32_t> final_info;
     bool failed = false;  // some env of the block threw this round
-    void resize(int n, size_t final_obs_size) {
+    void resize(int n, size_t final_obs_size, int final_info_fields) {
       reward.assign(n, 0.f);
       for (auto* flags : {&terminated, &truncated, &ended, &stepped}) flags->reset(new bool[n]());
       episode_return.assign(n, 0.0);
       episode_length.assign(n, 0);
       final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
+      final_info.assign(static_cast<size_t>(n) * final_info_fields, 0);
     }
   };
 
@@ -673,6 +678,7 @@ class Pool final : public PoolBase {
       }
       try {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
+        if constexpr (kHasInfo) env.write_info(i, &s.final_info[static_cast<size_t>(i) * spec_.info_names.size()]);
         reset_env(env, i, e);
       } catch (const std::exception& ex) {
         record_error(e, ex.what(), i, s);
@@ -724,7 +730,7 @@ class Pool final : public PoolBase {
         }
       }
     }
-    if constexpr (requires(const E& c, int32_t* p) { c.write_info(0, p); }) {
+    if constexpr (kHasInfo) {
       static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
       for (int i = 0; i < n; ++i) env.write_info(i, out.info(row0 + i));
     }
@@ -741,9 +747,12 @@ class Pool final : public PoolBase {
       ended += s.ended[i];
     }
     if (out.layout().with_final_obs && ended) {
-      for (int i = 0; i < n; ++i)
-        if (s.ended[i])
-          std::memcpy(out.final_obs(row0 + i), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+      const size_t k = spec_.info_names.size();
+      for (int i = 0; i < n; ++i) {
+        if (!s.ended[i]) continue;
+        std::memcpy(out.final_obs(row0 + i), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+        if (k > 0) std::memcpy(out.final_info(row0 + i), &s.final_info[i * k], k * sizeof(int32_t));
+      }
     }
     if (s.failed) {  // an env that threw reports zeros, never a half-written state
       for (int i = 0; i < n; ++i)
