@@ -157,10 +157,10 @@ class Pool final : public PoolBase {
   static constexpr bool kDiscrete = std::is_integral_v<Action>;  // one action element per env
   // Cheap envs step a whole block in one call. step_block may also step envs
   // about to be reset; their results are discarded.
-  // Envs with int32 info values (Spec::info_names), such as Atari's lives.
-  static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
   static constexpr bool kHasStepBlock =
       requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
+  // Envs with int32 info values (Spec::info_names), such as Atari's lives.
+  static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
 
   Pool(const PoolConfig& config, const Options& options)
       : cfg_(config), spec_(E::spec(options)), queue_(config.batch_size == 0 || config.batch_size == config.num_envs) {

@@ -125,18 +125,18 @@ struct AreaAxis {
 };
 
 // round(n / div) for the 16-bit sums of a resize (n <= 255 div, div <= 256):
-// floor((n + floor(div / 2)) / div), which rounds half up; with check_ties,
-// tie[i] is set where n / div is exactly k + .5 (possible for an even div
-// only), for the caller to round as OpenCV does. Returns whether any tied.
+// floor((n + floor(div / 2)) / div), which rounds half up; with check_ties
+// (div even: else no tie is possible), tie[i] is set where n / div is exactly
+// k + .5, for the caller to round as OpenCV does. Returns whether any tied.
 FASTVEC_SIMD_CLONES_256 bool round_sums(const uint16_t* __restrict n, int count, DivU16 divide, uint16_t div,
                                         bool check_ties, uint8_t* __restrict out, uint8_t* __restrict tie) {
   const auto half = static_cast<uint16_t>(div / 2);
-  const uint8_t even = check_ties && div % 2 == 0;
+  const uint8_t check = check_ties;
   uint8_t any = 0;
   for (int i = 0; i < count; ++i) {
     const auto x = static_cast<uint16_t>(n[i] + half);
     const uint16_t q = divide(x);
-    const uint8_t t = even & static_cast<uint8_t>(static_cast<uint16_t>(q * div) == x);
+    const uint8_t t = check & static_cast<uint8_t>(static_cast<uint16_t>(q * div) == x);
     out[i] = static_cast<uint8_t>(q);
     tie[i] = t;
     any |= t;
@@ -211,9 +211,9 @@ class AreaResize {
           for (int tx = 0; tx < x_.taps; ++tx) h += int64_t{x_.k[static_cast<size_t>(dx) * x_.taps + tx]} * row[tx];
           n += int64_t{y_.k[static_cast<size_t>(dy) * y_.taps + ty]} * h;
         }
-        const bool tie = 2 * n % (2 * int64_t{div_}) == div_;
+        const bool tie = check_ties_ && 2 * n % (2 * int64_t{div_}) == div_;
         dst[static_cast<size_t>(dy) * dw_ + dx] =
-            tie && !half_up_ ? tie_pixel(src, dy, dx) : static_cast<uint8_t>((2 * n + div_) / (2 * int64_t{div_}));
+            tie ? tie_pixel(src, dy, dx) : static_cast<uint8_t>((2 * n + div_) / (2 * int64_t{div_}));
       }
     }
   }
