@@ -32,6 +32,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -849,7 +850,10 @@ def peak_memory(c: Contender, env_id: str, num_envs: int, max_processes: int) ->
         return None, reason
     code = f"from fastvec.bench import _memory_probe; _memory_probe({c.key!r}, {env_id!r}, {num_envs})"
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        # Not in the caller's directory: `python -c` imports from there first, and in a source checkout
+        # (where the README runs the bench) that is fastvec's source tree, without its built extension.
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                             cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return None, "timed out"
     if out.returncode != 0:

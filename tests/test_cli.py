@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fastvec import _core
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def fastvec_cli(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -50,6 +53,18 @@ def test_bench_writes_table_json_and_plot(tmp_path):
     png = out / "CartPole-v1.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "results.md").read_text() == table
+
+
+def test_bench_measures_memory_when_run_in_the_source_checkout(tmp_path):
+    """The README runs `fastvec bench` in the checkout it installed from. The memory probe's fresh
+    interpreter imported the checkout's fastvec/ (no built extension) there: every memory cell failed."""
+    script = Path(sys.executable).with_name("fastvec")
+    run = subprocess.run([str(script), "bench", "--quick", "--num-envs", "2", "--seconds", "0.05", "--contenders",
+                          "fastvec", "--memory", "--out", str(tmp_path), "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    memory = json.loads(run.stdout)["envs"]["CartPole-v1"]["peak_memory_mib"]["fastvec"]
+    assert memory["status"] == "ok" and memory["mib"] > 1, memory
 
 
 def test_bench_json_on_stdout(tmp_path):
