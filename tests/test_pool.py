@@ -555,3 +555,142 @@ def test_partial_async_reset_and_recv_rest():
     assert sorted(ids.tolist()) == sorted([*set(range(4)) - set(first.tolist()), int(first[0])])
     with pytest.raises(RuntimeError, match="recv_rest"):
         env.recv_rest()
+
+
+# -- sends of part of a block --------------------------------------------------
+
+
+def _drive(env, plan):
+    """Runs ``plan`` (a list of env-id lists) on an async pool: each entry sends those envs one action each
+    (the entry's index), then receives everything in flight; returns {env: [obs rows]} in order."""
+    seen: dict[int, list] = {}
+    env.async_reset()
+    for _ in range(env.num_envs // env.batch_size):
+        obs, _, _, _, info = env.recv()
+        for e, o in zip(info["env_id"].tolist(), obs, strict=True):
+            seen.setdefault(e, []).append(o.tolist())
+    for k, ids in enumerate(plan):
+        env.send(np.full(len(ids), k % 2, dtype=np.int64), np.array(ids))
+        left = len(ids)
+        while left:
+            obs, _, _, _, info = env.recv() if left >= env.batch_size else env.recv_rest()
+            left -= len(info["env_id"])
+            for e, o in zip(info["env_id"].tolist(), obs, strict=True):
+                seen.setdefault(e, []).append(o.tolist())
+    return seen
+
+
+def test_a_send_of_part_of_a_block_steps_exactly_those_envs():
+    """With CartPole's automatic block size (several envs a block), send(actions, env_id) for some envs of a
+    block steps those and leaves the others alone: trajectories equal a pool of one env per block."""
+    plan = [[0], [1, 0], [2, 3, 4, 5], [7], [6, 0, 1], [3], [0, 1, 2, 3, 4, 5, 6, 7], [5, 2]] * 20
+    blocked = fastvec.make("CartPole-v1", 8, batch_size=4, seed=3)
+    assert blocked.block_size > 1
+    single = fastvec.make("CartPole-v1", 8, batch_size=4, seed=3, block_size=1)
+    assert _drive(blocked, plan) == _drive(single, plan)
+
+
+def test_a_sync_pool_sent_in_parts_steps_every_env_once():
+    env = fastvec.make("CartPole-v1", 8, seed=0)
+    ref = fastvec.make("CartPole-v1", 8, seed=0)
+    assert env.block_size == 8
+    env.reset()
+    ref.reset()
+    actions = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    env.send(actions[:3], np.arange(3))
+    with pytest.raises(RuntimeError, match="wait forever"):
+        env.recv()
+    env.send(actions[3:], np.arange(3, 8))
+    got, want = env.recv(), ref.step(actions)
+    for g, w in zip(got[:4], want[:4], strict=True):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[4]["env_id"], np.arange(8))
+
+
+@pytest.mark.timeout(60)
+def test_a_send_to_a_held_env_waits_for_its_block_and_close_ends_the_wait():
+    """env 0 of a two-env block steps for 0.5 s; a send to env 1 waits for that block (its E is busy) and then
+    runs; a close from another thread ends such a wait with the pool's closed error."""
+    env = debug(4, batch_size=2, block_size=2, num_threads=2, sleep_us=500_000)
+    env.async_reset()
+    env.recv()
+    env.recv()
+    env.send([1], [0])
+    start = time.monotonic()
+    env.send([2], [1])  # waits for env 0's step
+    assert time.monotonic() - start > 0.3
+    obs, *_, info = env.recv()
+    assert sorted(info["env_id"].tolist()) == [0, 1]
+    env.send([1], [2])
+    threading.Timer(0.2, env.close).start()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.send([1], [3])
+
+
+# -- threads ---------------------------------------------------------------------
+
+
+def test_num_threads_is_capped_at_what_the_pool_can_use():
+    before = native_threads()
+    env = fastvec.make("CartPole-v1", 4, num_threads=1024)
+    assert env.num_threads == 4  # no more threads than envs
+    assert native_threads() - before <= 4
+    env.close()
+    env = fastvec.make("_Debug-v0", 8, num_threads=8, block_size=4, batch_size=4)
+    assert native_threads() - before <= 2  # two blocks: two workers
+    env.async_reset()
+    assert len(env.recv()[4]["env_id"]) == 4
+
+
+def run_child(code: str, timeout: float = 60):
+    import subprocess
+    import sys
+    import tempfile
+    import textwrap
+
+    # From a scratch directory, so that the installed fastvec is imported, not the source tree.
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, cwd=tempfile.gettempdir(), env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+
+
+def test_threads_the_system_refuses_are_a_runtime_error_and_every_started_one_is_joined():
+    """Under an address-space limit that leaves room for a few thread stacks only, a pool of 200 threads fails
+    with a RuntimeError naming the counts (not std::terminate), leaves no thread behind, and smaller pools work."""
+    run = run_child("""
+        import os, resource, numpy as np, fastvec
+        used = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        limit = used + (300 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        threads = len(os.listdir("/proc/self/task"))
+        try:
+            fastvec.make("_Debug-v0", 200, block_size=1, num_threads=200)
+        except RuntimeError as e:
+            print("error:", e)
+        assert len(os.listdir("/proc/self/task")) == threads
+        env = fastvec.make("CartPole-v1", 4, num_threads=2)
+        env.reset()
+        assert env.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+        print("ok")
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "error: could not start the pool's threads: 199 worker thread(s) asked (num_threads=200)" in run.stdout
+    assert run.stdout.rstrip().endswith("ok")
+
+
+def test_a_pool_too_large_for_the_memory_limit_is_refused_at_once():
+    run = run_child("""
+        import resource, time, fastvec
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        start = time.monotonic()
+        try:
+            fastvec.make("CartPole-v1", 1 << 24)
+        except MemoryError as e:
+            print("error:", e)
+        assert time.monotonic() - start < 5
+        fastvec.make("CartPole-v1", 1 << 16).reset()
+        print("ok")
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "error: a pool of 16777216 envs needs about" in run.stdout and "RLIMIT_AS" in run.stdout
+    assert run.stdout.rstrip().endswith("ok")
+

@@ -395,6 +395,8 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const fastvec::core::UsageError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const fastvec::core::OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const fastvec::core::EnvError& e) {
       py::set_error(env_error, e.what());
     }

@@ -26,46 +26,29 @@ struct BatchLayout {
 
 class Batch {
  public:
-  explicit Batch(const BatchLayout& layout) : layout_(layout) {
-    size_t off = 0;
-    auto take = [&](size_t bytes) {
-      size_t at = off;
-      off += (bytes + kAlign - 1) / kAlign * kAlign;
-      return at;
-    };
-    const size_t r = static_cast<size_t>(layout.rows);
-    obs_ = take(r * layout.obs_bytes);
-    final_obs_ = take(layout.with_final_obs ? r * layout.obs_bytes : 0);
-    reward_ = take(r * sizeof(float));
-    episode_return_ = take(r * sizeof(double));
-    episode_length_ = take(r * sizeof(int32_t));
-    env_id_ = take(r * sizeof(int32_t));
-    info_ = take(r * layout.info_fields * sizeof(int32_t));
-    final_info_ = take(layout.with_final_obs ? r * layout.info_fields * sizeof(int32_t) : 0);
-    terminated_ = take(r);
-    truncated_ = take(r);
-    done_ = take(r);
-    size_ = off;
-    data_ = static_cast<std::byte*>(::operator new(std::max<size_t>(size_, 1), std::align_val_t{kAlign}));
+  explicit Batch(const BatchLayout& layout) : layout_(layout), off_(plan(layout)) {
+    data_ = static_cast<std::byte*>(::operator new(std::max<size_t>(off_.size, 1), std::align_val_t{kAlign}));
   }
+  // Bytes a Batch of `layout` allocates.
+  static size_t bytes(const BatchLayout& layout) { return plan(layout).size; }
   ~Batch() { ::operator delete(data_, std::align_val_t{kAlign}); }
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
 
   const BatchLayout& layout() const { return layout_; }
-  std::byte* obs(int row) { return data_ + obs_ + row * layout_.obs_bytes; }
-  std::byte* final_obs(int row) { return data_ + final_obs_ + row * layout_.obs_bytes; }
-  float* reward() { return at<float>(reward_); }
-  double* episode_return() { return at<double>(episode_return_); }
-  int32_t* episode_length() { return at<int32_t>(episode_length_); }
-  int32_t* env_id() { return at<int32_t>(env_id_); }
-  int32_t* info(int row) { return at<int32_t>(info_) + static_cast<size_t>(row) * layout_.info_fields; }
+  std::byte* obs(int row) { return data_ + off_.obs + row * layout_.obs_bytes; }
+  std::byte* final_obs(int row) { return data_ + off_.final_obs + row * layout_.obs_bytes; }
+  float* reward() { return at<float>(off_.reward); }
+  double* episode_return() { return at<double>(off_.episode_return); }
+  int32_t* episode_length() { return at<int32_t>(off_.episode_length); }
+  int32_t* env_id() { return at<int32_t>(off_.env_id); }
+  int32_t* info(int row) { return at<int32_t>(off_.info) + static_cast<size_t>(row) * layout_.info_fields; }
   // Same-step autoreset: the info values of the step that ended an episode
   // (info() has the new episode's).
-  int32_t* final_info(int row) { return at<int32_t>(final_info_) + static_cast<size_t>(row) * layout_.info_fields; }
-  bool* terminated() { return at<bool>(terminated_); }
-  bool* truncated() { return at<bool>(truncated_); }
-  bool* done() { return at<bool>(done_); }  // terminated || truncated: an episode ended
+  int32_t* final_info(int row) { return at<int32_t>(off_.final_info) + static_cast<size_t>(row) * layout_.info_fields; }
+  bool* terminated() { return at<bool>(off_.terminated); }
+  bool* truncated() { return at<bool>(off_.truncated); }
+  bool* done() { return at<bool>(off_.done); }  // terminated || truncated: an episode ended
 
   // Rows whose episode ended, counted by the writers (relaxed: read after the
   // slot's completion counter is acquired).
@@ -78,9 +61,37 @@ class Batch {
     return reinterpret_cast<T*>(data_ + off);
   }
 
+  // Where each array starts in the allocation, and its size.
+  struct Offsets {
+    size_t obs, final_obs, reward, episode_return, episode_length, env_id, info, final_info, terminated, truncated,
+        done, size;
+  };
+  static Offsets plan(const BatchLayout& layout) {
+    size_t off = 0;
+    auto take = [&](size_t bytes) {
+      size_t at = off;
+      off += (bytes + kAlign - 1) / kAlign * kAlign;
+      return at;
+    };
+    const size_t r = static_cast<size_t>(layout.rows);
+    Offsets o{};
+    o.obs = take(r * layout.obs_bytes);
+    o.final_obs = take(layout.with_final_obs ? r * layout.obs_bytes : 0);
+    o.reward = take(r * sizeof(float));
+    o.episode_return = take(r * sizeof(double));
+    o.episode_length = take(r * sizeof(int32_t));
+    o.env_id = take(r * sizeof(int32_t));
+    o.info = take(r * layout.info_fields * sizeof(int32_t));
+    o.final_info = take(layout.with_final_obs ? r * layout.info_fields * sizeof(int32_t) : 0);
+    o.terminated = take(r);
+    o.truncated = take(r);
+    o.done = take(r);
+    o.size = off;
+    return o;
+  }
+
   BatchLayout layout_;
-  size_t obs_ = 0, final_obs_ = 0, reward_ = 0, episode_return_ = 0, episode_length_ = 0;
-  size_t env_id_ = 0, info_ = 0, final_info_ = 0, terminated_ = 0, truncated_ = 0, done_ = 0, size_ = 0;
+  Offsets off_;
   std::byte* data_ = nullptr;
 };
 

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -32,6 +33,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -41,6 +43,7 @@
 
 #include "batch.hpp"
 #include "futex.hpp"
+#include "memory.hpp"
 #include "rng.hpp"
 #include "simd.hpp"
 #include "spec.hpp"
@@ -98,6 +101,13 @@ struct PoolConfig {
 class UsageError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+// Raised by a pool's constructor when its estimated memory exceeds what the
+// process can get (Python: MemoryError), before anything large is allocated.
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The type-erased face the bindings see. Every method is called by the
@@ -174,6 +184,11 @@ class Pool final : public PoolBase {
     block_size_ = cfg_.block_size > 0 ? cfg_.block_size : auto_block_size();
     num_blocks_ = cfg_.num_envs / block_size_;
     sync_ = cfg_.batch_size == cfg_.num_envs;
+    const BatchLayout layout{cfg_.batch_size, obs_size_ * sizeof(Obs),
+                             cfg_.autoreset_mode == AutoresetMode::kSameStep,
+                             static_cast<int>(spec_.info_names.size())};
+    num_slots_ = cfg_.num_envs / cfg_.batch_size + 1;
+    check_memory(layout);  // before anything of num_envs' size is allocated
     const int n = cfg_.num_envs;
     rng_.reserve(n);
     for (int i = 0; i < n; ++i) rng_.push_back(env_rng(cfg_.seed, static_cast<uint32_t>(i)));
@@ -190,9 +205,7 @@ class Pool final : public PoolBase {
     staged_.assign(num_blocks_, 0);
     scratch_.resize(num_blocks_);
     blocks_.resize(num_blocks_);
-    BatchLayout layout{cfg_.batch_size, obs_size_ * sizeof(Obs), cfg_.autoreset_mode == AutoresetMode::kSameStep,
-                       static_cast<int>(spec_.info_names.size())};
-    num_slots_ = cfg_.num_envs / cfg_.batch_size + 1;
+    busy_ = std::vector<std::atomic<int>>(static_cast<size_t>(num_blocks_));
     recycler_ = std::make_shared<BatchRecycler>(layout, static_cast<size_t>(num_slots_) + 2);
     slots_ = std::make_unique<Slot[]>(num_slots_);
     for (int s = 0; s < num_slots_; ++s) slots_[s].batch = recycler_->take();
@@ -203,13 +216,7 @@ class Pool final : public PoolBase {
     // Envs are constructed on the pool's threads: loading an env (a ROM) can
     // be slow, and in parallel it is num_threads times faster.
     construct_blocks(options);
-    const int workers = sync_ ? cfg_.num_threads - 1 : cfg_.num_threads;
-    // A caller waiting in recv steps queued blocks itself when that uses a core
-    // the workers leave free: always in sync mode (it is one of num_threads),
-    // in async mode only if the workers are fewer than the cores. A third
-    // thread on two cores would only take turns with the workers.
-    caller_steps_ = sync_ || workers < available_cpus();
-    for (int t = 0; t < workers; ++t) workers_.emplace_back([this] { worker_loop(); });
+    start_workers();
   }
 
   ~Pool() override { close(); }
@@ -240,6 +247,7 @@ class Pool final : public PoolBase {
                          " finished its episode and autoreset_mode='disabled'; reset it "
                          "(reset(options={'reset_mask': mask})) before stepping it again");
     }
+    wait_blocks_free(env_ids, n);
     if (spec_.num_actions > 0) {
       const int64_t* a = static_cast<const int64_t*>(actions);
       for (int k = 0; k < n; ++k) actions_[env_ids[k]] = static_cast<Action>(a[k]);
@@ -293,6 +301,11 @@ class Pool final : public PoolBase {
                          " is in flight or has an action staged; receive its result before resetting it");
       if (observe_others && !listed[e] && state_[e] == State::kFresh)
         throw UsageError("env " + std::to_string(e) + " has never been reset; a partial reset needs every other env reset once");
+    }
+    if (observe_others) {
+      wait_blocks_free(all_ids_.data(), cfg_.num_envs);
+    } else {
+      wait_blocks_free(env_ids, n);
     }
     for (int k = 0; k < n; ++k) {
       const int e = env_ids[k];
@@ -402,6 +415,9 @@ class Pool final : public PoolBase {
       slots_[s].done.fetch_add(kClosedMark, std::memory_order_seq_cst);
       futex_wake_all(slots_[s].done);
     }
+    // And a send waiting for a block (wait_block_free rechecks closed_).
+    if (block_waiters_.load(std::memory_order_seq_cst))
+      for (int b = 0; b < num_blocks_; ++b) futex_wake_all(busy_[b]);
     for (std::thread& t : workers_) {
       if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
     }
@@ -410,7 +426,9 @@ class Pool final : public PoolBase {
   bool closed() const override { return closed_.load(std::memory_order_acquire); }
 
  private:
-  enum class Op : uint8_t { kStep, kReset, kObserve };
+  // kHold: the env's block runs for some of its other envs; this one is
+  // idle, not touched and gets no row.
+  enum class Op : uint8_t { kStep, kReset, kObserve, kHold };
   enum class State : uint8_t { kFresh, kIdle, kStaged, kInFlight };
   static constexpr int kClosedMark = 1 << 29;
 
@@ -455,6 +473,69 @@ class Pool final : public PoolBase {
     if (cfg_.block_size > 0 && (cfg_.num_envs % cfg_.block_size || cfg_.batch_size % cfg_.block_size))
       throw std::invalid_argument("block_size must divide both num_envs and batch_size");
     if (cfg_.max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
+    // A pool of num_envs envs cannot use more threads than that.
+    cfg_.num_threads = std::min(cfg_.num_threads, cfg_.num_envs);
+  }
+
+  // Refuses (OutOfMemory) a pool whose estimated memory exceeds what the
+  // process can get: its result buffers (the slots, and the spares Python
+  // holds), the envs as their Spec declares them and the pool's per-env
+  // state. (Threads are start_workers()' to report.)
+  void check_memory(const BatchLayout& layout) const {
+    const double envs = cfg_.num_envs;
+    const double buffers = static_cast<double>(num_slots_ + 2) * static_cast<double>(Batch::bytes(layout));
+    // rng_, elapsed_, all_ids_, episode_return_, five per-env bytes, actions_, same-step scratch
+    const double per_env = sizeof(Pcg64) + 2 * sizeof(int32_t) + sizeof(double) + 5 +
+                           static_cast<double>(action_size_ * sizeof(Action)) +
+                           static_cast<double>(layout.with_final_obs ? layout.obs_bytes : 0);
+    const MemoryRoom room = memory_room();
+    const auto check = [&](const char* kind, double env_bytes, double have, const std::string& limit) {
+      const double need = buffers + envs * (per_env + env_bytes);
+      if (need <= have) return;
+      throw OutOfMemory("a pool of " + std::to_string(cfg_.num_envs) + " envs needs about " + bytes_str(need) +
+                        " of " + kind + " (" + bytes_str(per_env + env_bytes) + " per env and " +
+                        bytes_str(buffers) + " of result buffers), but this process can get only " +
+                        bytes_str(std::max(0.0, have)) + " more under " + limit +
+                        "; make the pool with fewer envs (or a smaller batch_size)");
+    };
+    check("address space", spec_.env_address_bytes, room.address, "its address-space limit (RLIMIT_AS, ulimit -v)");
+    check("memory", spec_.env_resident_bytes, room.resident, room.resident_limit);
+  }
+
+  static std::string bytes_str(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return buf;
+  }
+
+  // Starts the worker threads: no more than the blocks can keep busy (a block
+  // runs on one thread at a time), and in sync mode one fewer, since the
+  // caller is one of them. A thread the OS refuses (a pids limit,
+  // RLIMIT_NPROC, no address space for its stack) is a runtime_error naming
+  // the counts, raised once the threads already started are joined.
+  void start_workers() {
+    const int threads = std::min(cfg_.num_threads, num_blocks_);
+    const int workers = sync_ ? threads - 1 : threads;
+    // A caller waiting in recv steps queued blocks itself when that uses a core
+    // the workers leave free: always in sync mode (it is one of num_threads),
+    // in async mode only if the workers are fewer than the cores. A third
+    // thread on two cores would only take turns with the workers.
+    caller_steps_ = sync_ || workers < available_cpus();
+    try {
+      workers_.reserve(workers);
+      for (int t = 0; t < workers; ++t) workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::exception& e) {
+      const size_t started = workers_.size();
+      close();
+      throw std::runtime_error("could not start the pool's threads: " + std::to_string(workers) +
+                               " worker thread(s) asked (num_threads=" + std::to_string(cfg_.num_threads) +
+                               "), the system refused one after " + std::to_string(started) + " started (" +
+                               e.what() + "); make the pool with fewer num_threads, or raise the process's "
+                               "thread or memory limits");
+    }
   }
 
   // Cheap envs share a block so that queue and wake-up costs are paid per
@@ -494,7 +575,13 @@ class Pool final : public PoolBase {
     };
     std::vector<std::thread> helpers;
     const int extra = std::min(cfg_.num_threads, num_blocks_) - 1;
-    for (int t = 0; t < extra; ++t) helpers.emplace_back(build);
+    try {
+      helpers.reserve(extra);
+      for (int t = 0; t < extra; ++t) helpers.emplace_back(build);
+    } catch (const std::exception&) {
+      // Parallel construction only saves time: with fewer helpers (or none)
+      // this thread builds the rest. start_workers() reports a refusal.
+    }
     build();
     for (std::thread& t : helpers) t.join();
     for (std::exception_ptr& e : errors)
@@ -529,13 +616,31 @@ class Pool final : public PoolBase {
     ++staged_[e / block_size_];
   }
 
+  // Called by the caller thread: queues every block with staged envs. A block
+  // with some envs staged runs for those only; the others are held (op
+  // kHold: not touched, no row), stay idle, and may be sent once this run
+  // is over (wait_blocks_free). Blocks queued here are never busy: senders
+  // waited for them before staging.
   void dispatch() {
     ready_.clear();
     for (int b = 0; b < num_blocks_; ++b) {
-      if (staged_[b] != block_size_) continue;
+      const int staged = staged_[b];
+      if (staged == 0) continue;
       staged_[b] = 0;
-      for (int e = b * block_size_; e < (b + 1) * block_size_; ++e) state_[e] = State::kInFlight;
-      in_flight_ += block_size_;
+      if (staged == block_size_) {
+        for (int e = b * block_size_; e < (b + 1) * block_size_; ++e) state_[e] = State::kInFlight;
+      } else {
+        partial_sent_ = true;
+        for (int e = b * block_size_; e < (b + 1) * block_size_; ++e) {
+          if (state_[e] == State::kStaged) {
+            state_[e] = State::kInFlight;
+          } else {
+            op_[e] = Op::kHold;
+          }
+        }
+      }
+      in_flight_ += staged;
+      busy_[b].store(1, std::memory_order_relaxed);  // published to the running thread by the queue's mutex
       ready_.push_back(b);
     }
     if (ready_.empty()) return;
@@ -543,6 +648,41 @@ class Pool final : public PoolBase {
     // it wakes one worker fewer; with one block (or no workers) it wakes none.
     const int wake = static_cast<int>(ready_.size()) - (sync_ ? 1 : 0);
     queue_.push(ready_.begin(), ready_.end(), wake);
+  }
+
+  // Called by the caller thread before it stages envs in `env_ids`: waits
+  // until no block of theirs is running. Only a block sent for part of its
+  // envs can be running while others of its envs are idle (and may be sent),
+  // so nothing waits until a partial send has happened. Waits, steps queued
+  // blocks meanwhile and checks for interrupts before anything is staged.
+  void wait_blocks_free(const int32_t* env_ids, int n) {
+    if (!partial_sent_) return;
+    int last = -1;
+    for (int k = 0; k < n; ++k) {
+      const int b = env_ids[k] / block_size_;
+      if (b != last) wait_block_free(b);
+      last = b;
+    }
+  }
+
+  void wait_block_free(int b) {
+    int spins = 0;
+    while (busy_[b].load(std::memory_order_acquire)) {
+      check_open();
+      const int t = caller_steps_ ? queue_.try_pop() : -1;
+      if (t >= 0) {
+        run_block(t);
+        continue;
+      }
+      if (++spins < kRecvSpins) {
+        cpu_relax();
+        continue;
+      }
+      block_waiters_.fetch_add(1, std::memory_order_seq_cst);
+      if (busy_[b].load(std::memory_order_seq_cst)) futex_wait(busy_[b], 1, kInterruptPollMs);
+      block_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+      if (interrupt_check_ && busy_[b].load(std::memory_order_acquire)) interrupt_check_();
+    }
   }
 
   // Called by the recv thread: waits until `rows` rows of the slot are in,
@@ -632,13 +772,14 @@ class Pool final : public PoolBase {
   }
 
   // Phase one, the general case: each env resets, reports its observation,
-  // or steps, as its op and the autoreset mode say.
+  // steps, or (held) does nothing, as its op and the autoreset mode say.
   void step_each(E& env, Scratch& s, int base) {
     for (int i = 0; i < block_size_; ++i) {
       const int e = base + i;
       s.reward[i] = 0.f;
       s.terminated[i] = false;
       s.stepped[i] = false;
+      if (op_[e] == Op::kHold) continue;
       if (broken_[e]) s.failed = true;  // an observed broken env reports zeros
       try {
         if (op_[e] == Op::kReset || (op_[e] == Op::kStep && needs_reset_[e] &&
@@ -688,22 +829,26 @@ class Pool final : public PoolBase {
     }
   }
 
-  // Steps block b, then claims its rows in the ring and writes them.
+  // Steps block b, then claims its rows in the ring and writes them: one row
+  // per env, but none for envs held (a send for part of the block).
   void run_block(int b) {
     E& env = *blocks_[b];
     Scratch& s = scratch_[b];
     const int base = b * block_size_, n = block_size_;
     s.failed = false;
     // Envs that reset instead of stepping (explicitly, or by next-step
-    // autoreset) or only report their observation.
-    uint8_t special = 0, observe = 0;
+    // autoreset), only report their observation, or are held; envs of the
+    // last two kinds must not step, so they take the env-by-env path.
+    uint8_t special = 0, one_by_one = 0;
+    int held = 0;
     for (int e = base; e < base + n; ++e) {
       special |= static_cast<uint8_t>(op_[e] != Op::kStep) | needs_reset_[e];
-      observe |= static_cast<uint8_t>(op_[e] == Op::kObserve);
+      one_by_one |= static_cast<uint8_t>(op_[e] == Op::kObserve || op_[e] == Op::kHold);
+      held += op_[e] == Op::kHold;
     }
     if (!special) {
       step_all(env, s, base);
-    } else if (kHasStepBlock && !observe) {
+    } else if (kHasStepBlock && !one_by_one) {
       // A few envs of a cheap block reset: step the whole block in its
       // tight loop, then reset those few, discarding their step.
       step_all(env, s, base);
@@ -713,22 +858,44 @@ class Pool final : public PoolBase {
     }
     count_steps(env, s, base);
 
-    const int64_t pos = write_pos_.fetch_add(n, std::memory_order_acq_rel);
-    Slot& slot = slots_[(pos / cfg_.batch_size) % num_slots_];
-    Batch& out = *slot.batch;
-    const int row0 = sync_ ? base : static_cast<int>(pos % cfg_.batch_size);
+    const int64_t batch = cfg_.batch_size;
+    const int64_t pos = write_pos_.fetch_add(n - held, std::memory_order_acq_rel);
+    if (held == 0 && (sync_ || pos % batch + n <= batch)) {
+      // The common case: the whole block, contiguous rows of one slot.
+      Slot& slot = slots_[(pos / batch) % num_slots_];
+      const int ended = write_block(env, s, base, *slot.batch, sync_ ? base : static_cast<int>(pos % batch));
+      release_block(b);
+      publish(slot, n, ended);
+      return;
+    }
+    // Some envs held, or rows that straddle two slots (after a partial send
+    // the write cursor is no longer block-aligned): row by row. In sync mode
+    // a row sits at its env's position.
+    const int64_t first = pos / batch;
+    int rows[2] = {0, 0}, ended[2] = {0, 0};
+    for (int i = 0, k = 0; i < n; ++i) {
+      if (op_[base + i] == Op::kHold) continue;
+      const int64_t p = pos + k++;
+      const int which = static_cast<int>(p / batch - first);
+      const int row = sync_ ? base + i : static_cast<int>(p % batch);
+      ended[which] += write_row(env, s, base, i, *slots_[(p / batch) % num_slots_].batch, row);
+      ++rows[which];
+    }
+    release_block(b);
+    for (int which = 0; which < 2; ++which)
+      if (rows[which] > 0) publish(slots_[(first + which) % num_slots_], rows[which], ended[which]);
+  }
+
+  // Writes the rows of every env of the block into rows row0.. of `out`;
+  // returns how many episodes ended.
+  int write_block(E& env, Scratch& s, int base, Batch& out, int row0) {
+    const int n = block_size_;
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
     if constexpr (requires { env.write_obs_block(n, obs); }) {
       static_assert(noexcept(env.write_obs_block(n, obs)), "write_obs_block must not throw");
       env.write_obs_block(n, obs);
     } else {
-      for (int i = 0; i < n; ++i) {
-        try {
-          env.write_obs(i, obs + static_cast<size_t>(i) * obs_size_);
-        } catch (...) {
-          record_error(base + i, "exception while writing the observation", i, s);
-        }
-      }
+      for (int i = 0; i < n; ++i) write_obs(env, s, base, i, obs + static_cast<size_t>(i) * obs_size_);
     }
     if constexpr (kHasInfo) {
       static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
@@ -747,21 +914,62 @@ class Pool final : public PoolBase {
       ended += s.ended[i];
     }
     if (out.layout().with_final_obs && ended) {
-      const size_t k = spec_.info_names.size();
-      for (int i = 0; i < n; ++i) {
-        if (!s.ended[i]) continue;
-        std::memcpy(out.final_obs(row0 + i), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
-        if (k > 0) std::memcpy(out.final_info(row0 + i), &s.final_info[i * k], k * sizeof(int32_t));
-      }
+      for (int i = 0; i < n; ++i)
+        if (s.ended[i]) write_final(s, i, out, row0 + i);
     }
     if (s.failed) {  // an env that threw reports zeros, never a half-written state
       for (int i = 0; i < n; ++i)
-        if (broken_[base + i]) std::fill(obs + static_cast<size_t>(i) * obs_size_, obs + static_cast<size_t>(i + 1) * obs_size_, Obs{});
+        if (broken_[base + i]) std::fill_n(obs + static_cast<size_t>(i) * obs_size_, obs_size_, Obs{});
     }
-    if (ended) out.num_done.fetch_add(ended, std::memory_order_relaxed);
-    // Wake a sleeping recv thread at every write: drain() and recv_rest()
-    // wait for fewer than batch_size rows.
-    slot.done.fetch_add(n, std::memory_order_seq_cst);
+    return ended;
+  }
+
+  // Writes env i's row into `row` of `out`; returns whether its episode ended.
+  bool write_row(E& env, Scratch& s, int base, int i, Batch& out, int row) {
+    Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
+    write_obs(env, s, base, i, obs);
+    if (broken_[base + i]) std::fill_n(obs, obs_size_, Obs{});  // an env that threw reports zeros
+    if constexpr (kHasInfo) env.write_info(i, out.info(row));
+    out.reward()[row] = s.reward[i];
+    out.terminated()[row] = s.terminated[i];
+    out.truncated()[row] = s.truncated[i];
+    out.done()[row] = s.ended[i];
+    out.episode_return()[row] = s.episode_return[i];
+    out.episode_length()[row] = s.episode_length[i];
+    out.env_id()[row] = base + i;
+    if (out.layout().with_final_obs && s.ended[i]) write_final(s, i, out, row);
+    return s.ended[i];
+  }
+
+  void write_obs(E& env, Scratch& s, int base, int i, Obs* out) {
+    try {
+      env.write_obs(i, out);
+    } catch (...) {
+      record_error(base + i, "exception while writing the observation", i, s);
+    }
+  }
+
+  // Same-step autoreset: the last observation and info values of the episode that ended.
+  void write_final(const Scratch& s, int i, Batch& out, int row) const {
+    const size_t k = spec_.info_names.size();
+    std::memcpy(out.final_obs(row), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+    if (k > 0) std::memcpy(out.final_info(row), &s.final_info[i * k], k * sizeof(int32_t));
+  }
+
+  // Called by the running thread once it no longer touches block b's envs
+  // or scratch: the caller may send the block's held envs again. Before the
+  // rows are published, so that a received row implies a free block.
+  void release_block(int b) {
+    busy_[b].store(0, std::memory_order_seq_cst);
+    if (block_waiters_.load(std::memory_order_seq_cst)) futex_wake_all(busy_[b]);
+  }
+
+  // Publishes `rows` rows written into `slot`, `ended` of them with an ended
+  // episode. Wakes a sleeping recv thread at every write: drain() and
+  // recv_rest() wait for fewer than batch_size rows.
+  void publish(Slot& slot, int rows, int ended) {
+    if (ended) slot.batch->num_done.fetch_add(ended, std::memory_order_relaxed);
+    slot.done.fetch_add(rows, std::memory_order_seq_cst);
     if (slot.waiting.load(std::memory_order_seq_cst)) futex_wake_all(slot.done);
   }
 
@@ -823,11 +1031,17 @@ class Pool final : public PoolBase {
   std::vector<int> ready_;
   int in_flight_ = 0;
   int64_t recv_slot_ = 0;
+  bool partial_sent_ = false;  // some block was sent for part of its envs (sticky)
   std::mutex api_mu_;
 
   std::shared_ptr<BatchRecycler> recycler_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<int64_t> write_pos_{0};
+  // Per block: 1 from dispatch (set by the caller) until the running thread
+  // is done with it (release_block); the caller waits on it, announced in
+  // block_waiters_, before it stages an env of a busy block.
+  std::vector<std::atomic<int>> busy_;
+  std::atomic<int> block_waiters_{0};
   TaskQueue queue_;
   std::vector<std::thread> workers_;
 

@@ -45,6 +45,10 @@ struct Spec {
   std::vector<double> action_low, action_high;
   // Rough cost of one step, used to size blocks: cheap envs share a block.
   double step_cost_ns = 100.0;
+  // Memory one env takes beyond the pool's buffers: the address space it
+  // reserves and the part of it that becomes resident. The pool checks its
+  // total against the process's limits before it allocates (memory.hpp).
+  double env_address_bytes = 256.0, env_resident_bytes = 256.0;
   // Per-env integers reported in info after every step (e.g. Atari's
   // "lives"), written by the env's write_info(i, int32_t* out).
   std::vector<std::string> info_names;

@@ -599,6 +599,12 @@ core::Spec Atari::spec(const core::Options& options) {
   s.obs_high.assign(n, 255.0);
   s.num_actions = static_cast<int64_t>(action_set(opt).size());
   s.step_cost_ns = 250e3;  // about 4 emulated frames: one env per block
+  // Measured with ale-py 0.12.1's emulator (Pong, 512-2048 envs): ~760 KiB of
+  // address space per emulator, ~270 KiB of it resident; plus this env's
+  // frame stack and max-pooled screen.
+  const double frames = static_cast<double>(n) + static_cast<double>(opt.channels()) * kScreenSize;
+  s.env_address_bytes = 760.0 * 1024 + frames;
+  s.env_resident_bytes = 270.0 * 1024 + frames;
   s.info_names = {"lives"};
   return s;
 }
