@@ -694,3 +694,32 @@ def test_a_pool_too_large_for_the_memory_limit_is_refused_at_once():
     assert "error: a pool of 16777216 envs needs about" in run.stdout and "RLIMIT_AS" in run.stdout
     assert run.stdout.rstrip().endswith("ok")
 
+
+# -- messages that say what to do ------------------------------------------------
+
+
+def test_a_tensor_that_requires_grad_says_to_detach_it():
+    torch = pytest.importorskip("torch")
+    env = fastvec.make("CartPole-v1", 2, seed=0)
+    env.reset()
+    with pytest.raises(TypeError, match=r"actions could not be converted to a numpy array: .*detach"):
+        env.step(torch.zeros(2, requires_grad=True))
+    assert env.step(torch.zeros(2, dtype=torch.int64))[1].tolist() == [1.0, 1.0]
+
+
+def test_huge_unsigned_actions_and_env_ids_are_reported_as_they_are():
+    env = fastvec.make("CartPole-v1", 2, seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match=r"actions\[1\] = 18446744073709551615 is out of range"):
+        env.step(np.array([0, 2**64 - 1], dtype=np.uint64))
+    env = fastvec.make("CartPole-v1", 4, batch_size=2, seed=0)
+    env.async_reset()
+    ids = env.recv()[4]["env_id"]
+    env.recv()
+    with pytest.raises(ValueError, match="env_id 18446744073709551615 is out of range"):
+        env.send([0, 0], np.array([ids[0], 2**64 - 1], dtype=np.uint64))
+    with pytest.raises(ValueError, match="env_id 4294967299 is out of range"):
+        env.send([0], [2**32 + 3])
+    env.send(np.array([1, 1], dtype=np.uint64), ids.astype(np.uint64))
+    assert sorted(env.recv()[4]["env_id"].tolist()) == sorted(ids.tolist())
+

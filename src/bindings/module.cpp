@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/simd.hpp"
@@ -28,6 +30,76 @@ using fastvec::core::PoolBase;
 
 namespace fastvec::bindings {
 namespace {
+
+// -- the GIL around the pool's waits ------------------------------------------
+//
+// It is taken back by plain code, never by a destructor. CPython 3.11-3.13
+// ends a thread that asks for the GIL while another thread finalizes the
+// interpreter with pthread_exit, whose forced unwind aborts the process when
+// it leaves a noexcept frame, and every destructor is one: a daemon thread
+// stepping a pool (or blocked in recv) at interpreter exit took the process
+// down with "terminate called without an active exception". Such a thread
+// parks instead of unwinding: its process is exiting, and the objects on its
+// stack must not be released without the GIL.
+
+[[noreturn]] void park_forever() {
+  for (;;) pause();
+}
+
+void take_gil(PyThreadState* state) {
+  try {
+    PyEval_RestoreThread(state);
+  } catch (abi::__forced_unwind&) {
+    park_forever();
+  }
+}
+
+// Runs f() with the GIL released and takes it back, also when f throws. A
+// forced unwind from f (its interrupt check asked for the GIL) parks too.
+template <class F>
+auto without_gil(F&& f) -> std::invoke_result_t<F&> {
+  PyThreadState* state = PyEval_SaveThread();
+  try {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+      f();
+      take_gil(state);
+    } else {
+      auto result = f();
+      take_gil(state);
+      return result;
+    }
+  } catch (abi::__forced_unwind&) {
+    park_forever();
+  } catch (...) {
+    take_gil(state);
+    throw;
+  }
+}
+
+// The pools this thread is inside a call of. A Python signal handler runs
+// inside a pool's blocking wait (its interrupt check), on the waiting
+// thread: a call from it on the same pool would wait for the pool's lock,
+// which its own thread holds, forever. Owned by its thread.
+thread_local std::vector<const void*> t_active_pools;
+
+// Marks a call on `pool` for its duration; refuses a call re-entered on the same thread.
+class ActiveCall {
+ public:
+  explicit ActiveCall(const void* pool) : pool_(pool) {
+    if (std::find(t_active_pools.begin(), t_active_pools.end(), pool) != t_active_pools.end())
+      throw std::runtime_error(
+          "this pool was called from a signal handler (or re-entrantly) while the same thread waits in one of its "
+          "calls (recv, step, reset); only close() may be called there. Raise an exception in the handler and "
+          "call the pool after it is caught, or close() it");
+    t_active_pools.push_back(pool);
+  }
+  ~ActiveCall() { t_active_pools.erase(std::find(t_active_pools.begin(), t_active_pools.end(), pool_)); }
+  ActiveCall(const ActiveCall&) = delete;
+  ActiveCall& operator=(const ActiveCall&) = delete;
+
+ private:
+  const void* pool_;
+};
 
 // Whether every action is in [0, n): one vectorized pass (the common case);
 // the caller looks for the culprit only when it fails.
@@ -72,13 +144,11 @@ class PyPool {
     cfg.autoreset_mode = parse_mode(autoreset_mode);
     cfg.seed = seed;
     core::Options opts(options, string_options);
-    {
-      py::gil_scoped_release release;
-      pool_ = it->second(cfg, opts);
-    }
+    pool_ = without_gil([&] { return it->second(cfg, opts); });
     // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
     // main thread raises KeyboardInterrupt there; what is in flight stays
-    // in flight (reset() or close() go on from there).
+    // in flight (reset() or close() go on from there). Python's signal
+    // handlers run here, on the waiting thread (see ActiveCall).
     pool_->set_interrupt_check([] {
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -116,85 +186,81 @@ class PyPool {
 
   // Sync step of every env, results in env order.
   py::tuple step(const py::handle& actions) {
+    const ActiveCall call(this);
     check_open();
     if (pool_->batch_size() != pool_->num_envs())
       throw py::value_error("step(actions) without env_id steps every env and needs batch_size == num_envs; "
                             "in async mode use send(actions, env_id) and recv()");
     const Actions a = convert_actions(actions, pool_->num_envs());
-    std::shared_ptr<Batch> batch;
-    {
-      py::gil_scoped_release release;
+    std::shared_ptr<Batch> batch = without_gil([&] {
       pool_->send_step_all(a.data);
-      batch = pool_->recv();
-    }
+      return pool_->recv();
+    });
     return result(std::move(batch), pool_->batch_size());
   }
 
   void send(const py::handle& actions, const py::handle& env_id) {
+    const ActiveCall call(this);
     check_open();
     std::vector<int32_t> ids = convert_ids(env_id);
     const Actions a = convert_actions(actions, static_cast<int64_t>(ids.size()));
-    py::gil_scoped_release release;
-    pool_->send_step(a.data, ids.data(), static_cast<int>(ids.size()));
+    without_gil([&] { pool_->send_step(a.data, ids.data(), static_cast<int>(ids.size())); });
   }
 
   py::tuple recv() {
+    const ActiveCall call(this);
     check_open();
-    std::shared_ptr<Batch> batch;
-    {
-      py::gil_scoped_release release;
-      batch = pool_->recv();
-    }
+    std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
     return result(std::move(batch), pool_->batch_size());
   }
 
   // The last, partial batch of an async pool: the envs still in flight.
   py::tuple recv_rest() {
+    const ActiveCall call(this);
     check_open();
-    std::shared_ptr<Batch> batch;
     int rows = 0;
-    {
-      py::gil_scoped_release release;
-      batch = pool_->recv_rest(&rows);
-    }
+    std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv_rest(&rows); });
     return result(std::move(batch), rows);
   }
 
   void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others) {
+    const ActiveCall call(this);
     check_open();
     std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);
     if (!seeds.empty() && seeds.size() != ids.size())
       throw py::value_error("seed: expected " + std::to_string(ids.size()) + " seeds, got " + std::to_string(seeds.size()));
-    py::gil_scoped_release release;
-    pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(), observe_others);
+    without_gil([&] {
+      pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(),
+                        observe_others);
+    });
   }
 
   void reseed(uint64_t seed) {
+    const ActiveCall call(this);
     check_process();
-    py::gil_scoped_release release;
-    pool_->reseed_all(seed);
+    without_gil([&] { pool_->reseed_all(seed); });
   }
 
   void drain() {
+    const ActiveCall call(this);
     check_process();
-    py::gil_scoped_release release;
-    pool_->drain();
+    without_gil([&] { pool_->drain(); });
   }
 
   // In a forked child, close() only forgets the pool: its threads live in
-  // the parent, and a mutex may have been copied locked.
+  // the parent, and a mutex may have been copied locked. Allowed inside
+  // another call of the same thread (a signal handler's): the waiting call
+  // then raises "the pool is closed".
   void close() {
     if (foreign()) return;
-    py::gil_scoped_release release;
-    pool_->close();
+    without_gil([&] { pool_->close(); });
   }
 
   ~PyPool() {
     if (foreign()) {
       (void)pool_.release();  // see close(): the parent's pool, not ours to tear down
     } else if (pool_) {
-      py::gil_scoped_release release;
-      pool_.reset();
+      without_gil([&] { pool_.reset(); });
     }
   }
   PyPool(const PyPool&) = delete;
@@ -228,24 +294,58 @@ class PyPool {
     return out;
   }
 
+  // numpy's view of `value` as an array; when numpy refuses it, a TypeError
+  // that says why (a torch tensor that requires grad: call .detach()).
+  static py::array as_array(const py::handle& value, const char* what) {
+    py::array arr = py::array::ensure(value);
+    if (arr) return arr;
+    try {
+      py::module_::import("numpy").attr("asarray")(value);
+    } catch (py::error_already_set& e) {
+      throw py::type_error(std::string(what) + " could not be converted to a numpy array: " + e.what());
+    }
+    throw py::type_error(std::string(what) + " must be array-like, got " +
+                         std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  }
+
+  // The index of the first element of a 1-D integer array outside [0, n),
+  // or -1; its value, as numpy prints it, in *value. Unsigned 64-bit values
+  // are compared unsigned (2**64 - 1 is not -1).
+  static int64_t first_out_of_range(const py::array& arr, int64_t n, std::string* value) {
+    if (arr.dtype().kind() == 'u' && arr.itemsize() == 8) {
+      auto u = cast_array<uint64_t>(arr, "value");
+      for (py::ssize_t k = 0; k < u.size(); ++k) {
+        if (u.data()[k] < static_cast<uint64_t>(n)) continue;
+        *value = std::to_string(u.data()[k]);
+        return k;
+      }
+      return -1;
+    }
+    auto v = cast_array<int64_t>(arr, "value");
+    for (py::ssize_t k = 0; k < v.size(); ++k) {
+      if (v.data()[k] >= 0 && v.data()[k] < n) continue;
+      *value = std::to_string(v.data()[k]);
+      return k;
+    }
+    return -1;
+  }
+
   std::vector<int32_t> convert_ids(const py::handle& env_id) const {
-    py::array arr = py::array::ensure(env_id);
-    if (!arr || arr.ndim() != 1)
+    py::array arr = as_array(env_id, "env_id");
+    if (arr.ndim() != 1)
       throw py::type_error("env_id must be a 1-D array of env indices, got " +
-                           std::string(py::str(py::type::handle_of(env_id).attr("__name__"))) +
-                           (arr ? " of shape " + shape_str(arr) : ""));
+                           std::string(py::str(py::type::handle_of(env_id).attr("__name__"))) + " of shape " +
+                           shape_str(arr));
     const char kind = arr.dtype().kind();
     if (kind != 'i' && kind != 'u' && !(arr.size() == 0))
       throw py::type_error("env_id must hold integers, got dtype " + std::string(py::str(arr.dtype())));
+    std::string bad;
+    if (first_out_of_range(arr, pool_->num_envs(), &bad) >= 0)
+      throw py::value_error("env_id " + bad + " is out of range [0, " + std::to_string(pool_->num_envs()) + ")");
     auto ids = cast_array<int64_t>(arr, "env_id");
     std::vector<int32_t> out(ids.size());
     const int64_t* p = ids.data();
-    for (py::ssize_t k = 0; k < ids.size(); ++k) {
-      if (p[k] < 0 || p[k] >= pool_->num_envs())
-        throw py::value_error("env_id " + std::to_string(p[k]) + " is out of range [0, " +
-                              std::to_string(pool_->num_envs()) + ")");
-      out[k] = static_cast<int32_t>(p[k]);
-    }
+    for (py::ssize_t k = 0; k < ids.size(); ++k) out[k] = static_cast<int32_t>(p[k]);
     return out;
   }
 
@@ -260,8 +360,7 @@ class PyPool {
   // Checks actions for `rows` envs against the action space and converts
   // them to what the pool reads (int64 or float32), without touching the pool.
   Actions convert_actions(const py::handle& actions, int64_t rows) const {
-    py::array arr = py::array::ensure(actions);
-    if (!arr) throw py::type_error("actions must be array-like");
+    py::array arr = as_array(actions, "actions");
     const core::Spec& s = pool_->spec();
     const char kind = arr.dtype().kind();
     if (pool_->action_is_discrete()) {
@@ -272,12 +371,13 @@ class PyPool {
         throw py::value_error("actions must have shape (" + std::to_string(rows) + ",), got " + shape_str(arr));
       auto ints = cast_array<int64_t>(arr, "actions");
       const int64_t* p = ints.data();
-      if (!all_in_range(p, rows, s.num_actions)) {
-        for (int64_t k = 0; k < rows; ++k) {
-          if (p[k] < 0 || p[k] >= s.num_actions)
-            throw py::value_error("actions[" + std::to_string(k) + "] = " + std::to_string(p[k]) +
-                                  " is out of range for Discrete(" + std::to_string(s.num_actions) + ")");
-        }
+      const bool wide_unsigned = kind == 'u' && arr.itemsize() == 8;  // cast to int64 above: may have wrapped
+      if (wide_unsigned || !all_in_range(p, rows, s.num_actions)) {
+        std::string bad;
+        const int64_t k = first_out_of_range(arr, s.num_actions, &bad);
+        if (k >= 0)
+          throw py::value_error("actions[" + std::to_string(k) + "] = " + bad + " is out of range for Discrete(" +
+                                std::to_string(s.num_actions) + ")");
       }
       Actions out;
       out.data = p;
@@ -381,8 +481,9 @@ PYBIND11_MODULE(_core, m) {
       "atari_loop_rate",
       [](const std::map<std::string, double>& options, const std::map<std::string, std::string>& strings, int steps,
          bool preprocess) {
-        py::gil_scoped_release release;
-        return fastvec::envs::atari_loop_rate(fastvec::core::Options(options, strings), steps, preprocess);
+        return fastvec::bindings::without_gil([&] {
+          return fastvec::envs::atari_loop_rate(fastvec::core::Options(options, strings), steps, preprocess);
+        });
       },
       py::arg("options"), py::arg("string_options"), py::arg("steps"), py::arg("preprocess"));
 #else
