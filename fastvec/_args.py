@@ -33,6 +33,8 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
 
 
 def check_seed(name: str, seed: Any) -> int:
+    if _is_int_array_0d(seed):
+        seed = seed.item()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"{name} must be an int or None, got {type(seed).__name__} {seed!r}")
     if not 0 <= seed < _MAX_SEED:
@@ -41,7 +43,13 @@ def check_seed(name: str, seed: Any) -> int:
 
 
 def is_int_seed(seed: Any) -> bool:
-    return isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+    """An int seed (seeding every env from it), as opposed to a list of per-env seeds; a 0-d integer
+    array counts as an int."""
+    return (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)) or _is_int_array_0d(seed)
+
+
+def _is_int_array_0d(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"
 
 
 def autoreset_mode_name(mode: str | AutoresetMode) -> str:
@@ -55,6 +63,8 @@ def autoreset_mode_name(mode: str | AutoresetMode) -> str:
 
 def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any]:
     """(reset_mask, env_id) from reset()'s options; at most one of them is not None."""
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"options must be a dict (or None), got {type(options).__name__} {options!r}")
     options = dict(options or {})
     reset_mask = options.pop("reset_mask", None)
     ids = options.pop("env_id", None)

@@ -108,6 +108,17 @@ def test_reset_of_chosen_envs():
         envs.reset(env_id=[0], foo=1)
 
 
+def test_seed_with_a_list_of_the_wrong_length_and_a_mode_the_adapter_cannot_honour_are_refused():
+    envs = fastvec.tianshou_venv("CartPole-v1", 4, seed=0)
+    with pytest.raises(ValueError, match=r"one per env \(4\), got 2"):
+        envs.seed([1, 2])
+    assert envs.seed([1, 2, 3, 4]) == [[1], [2], [3], [4]]
+    for mode in ("disabled", "next_step", gym.vector.AutoresetMode.DISABLED):
+        with pytest.raises(ValueError, match="needs autoreset_mode='same_step'"):
+            fastvec.tianshou_venv("CartPole-v1", 2, autoreset_mode=mode)
+    assert len(fastvec.tianshou_venv("CartPole-v1", 2, autoreset_mode="same_step")) == 2
+
+
 def test_partial_reset_with_seeds_matches_gymnasium():
     envs = fastvec.tianshou_venv("CartPole-v1", 3, seed=0)
     envs.reset()

@@ -723,3 +723,14 @@ def test_huge_unsigned_actions_and_env_ids_are_reported_as_they_are():
     env.send(np.array([1, 1], dtype=np.uint64), ids.astype(np.uint64))
     assert sorted(env.recv()[4]["env_id"].tolist()) == sorted(ids.tolist())
 
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_a_0d_array_seed_is_an_int_seed_and_options_must_be_a_dict(backend):
+    env = fastvec.make("CartPole-v1", 2, backend=backend)
+    a, _ = env.reset(seed=np.array(7))
+    b, _ = env.reset(seed=7)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="options must be a dict"):
+        env.reset(options="abc")
+    assert env.reset()[0].shape == (2, 4)
+    env.close()

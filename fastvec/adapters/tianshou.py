@@ -23,6 +23,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from fastvec.vector import VectorEnv, make
@@ -180,6 +181,8 @@ class TianshouVectorEnv:
             seeds = [int(seed) + i for i in range(self.env_num)]
         else:
             seeds = list(seed)
+            if len(seeds) != self.env_num:
+                raise ValueError(f"seed: a list of seeds needs one per env ({self.env_num}), got {len(seeds)}")
         for space, s in zip(self._action_spaces, seeds, strict=True):
             space.seed(s)
         self.env.reset(seed=seeds if any(s is not None for s in seeds) else None)
@@ -300,8 +303,12 @@ def tianshou_venv(env_id: Any, num_envs: int | None = None, *, batch_size: int |
     >>> obs, rew, terminated, truncated, info = envs.step(np.zeros(4, dtype=int))
     """
     mode = kwargs.pop("autoreset_mode", "same_step")
-    if mode not in ("same_step", "disabled"):
-        raise ValueError(f"Tianshou resets finished envs itself: autoreset_mode must not be {mode!r}")
+    if mode not in ("same_step", gym.vector.AutoresetMode.SAME_STEP):
+        raise ValueError(
+            f"the Tianshou adapter needs autoreset_mode='same_step' (the default), got {mode!r}: the Collector resets "
+            "finished envs itself, and the adapter answers those resets with the first observation the pool "
+            "already made in the same step, so a reset costs no round trip"
+        )
     args = (env_id,) if num_envs is None else (env_id, num_envs)
     probe_n = num_envs if num_envs is not None else (len(env_id) if isinstance(env_id, Sequence) and
                                                      not isinstance(env_id, str) else None)
