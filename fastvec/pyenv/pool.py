@@ -492,15 +492,21 @@ class PyVectorEnv(gym.vector.VectorEnv):
         return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
     def _check_ids(self, env_id: Any) -> np.ndarray:
+        given = [env_id] if isinstance(env_id, int) else env_id
+        if isinstance(given, (list, tuple)) and all(
+                isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
+            for e in given:  # as Python ints: numpy would make [2**64 - 1, -1] floats, and [2**70] objects
+                if not 0 <= e < self.num_envs:
+                    raise ValueError(f"env_id {e} is out of range [0, {self.num_envs})")
         ids = np.asarray(env_id)
         if ids.ndim == 0:
             ids = ids.reshape(1)
         if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
             raise TypeError(f"env_id must be a 1-D array of env indices, got {ids.dtype} with shape {ids.shape}")
-        ids = ids.astype(np.int32)
-        bad = (ids < 0) | (ids >= self.num_envs)
+        bad = (ids < 0) | (ids >= self.num_envs)  # before the cast to int32, which would wrap 2**32 + 3 to 3
         if bad.any():
             raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {self.num_envs})")
+        ids = ids.astype(np.int32)
         if len(np.unique(ids)) != len(ids):
             values, counts = np.unique(ids, return_counts=True)
             raise ValueError(f"env_id {values[counts > 1][0]} is listed twice")

@@ -1,0 +1,79 @@
+"""The Python-env pool under abuse: envs that crash while being made or return observations that do not
+fit their space, info values the parent cannot unpickle, env ids beyond int32, Ctrl-C or a signal handler
+inside a blocking wait, close() from another thread, forked children that exit, scripts without a main
+guard. Each error names the env, and leaves the pool usable where it can be; nothing hangs or leaks.
+
+Cases that need a fresh interpreter (signals, fork, exit) run in a subprocess in a scratch directory, so
+that the installed fastvec is imported, not the source tree."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+
+
+class Box3Env(gym.Env):
+    """obs = [t, t, t] in a (3,) Box; returns ``bad`` instead at step ``bad_step`` (0: at the first reset)."""
+
+    def __init__(self, bad=None, bad_step: int = -1, episode_length: int = 1_000_000) -> None:
+        self.observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.bad, self.bad_step, self.episode_length = bad, bad_step, episode_length
+        self.t = 0
+        self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.resets += 1
+        if self.bad_step == 0 and self.resets == 1:
+            return self.bad, {}
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.bad if self.t == self.bad_step else np.full(3, self.t, np.float32)
+        return obs, float(action), self.t >= self.episode_length, False, {}
+
+
+# -- env ids beyond int32 --------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_env_ids_out_of_int32_range_are_errors_with_their_real_value():
+    sync = fastvec.make(lambda: Box3Env(), 4, start_method="fork", num_workers=2)
+    sync.reset()
+    for ids, shown in (
+        ([2**32 + 3, -(2**32)], 2**32 + 3),
+        (np.array([2**32 + 3, -(2**32)]), 2**32 + 3),
+        ([1, -(2**32)], -(2**32)),
+        (np.array([1, -(2**32)]), -(2**32)),
+        (np.array([2**64 - 1], np.uint64), 2**64 - 1),
+        ([2**64 - 1], 2**64 - 1),
+        ([2**64 - 1, -1], 2**64 - 1),  # numpy would make these floats
+        ([1, 2**70], 2**70),  # and these objects
+    ):
+        with pytest.raises(ValueError, match=rf"^env_id {shown} is out of range \[0, 4\)$"):
+            sync.reset(options={"env_id": ids})
+    assert sync.step(np.ones(4, np.int64))[0][:, 0].tolist() == [1, 1, 1, 1]
+    sync.close()
+    env = fastvec.make(lambda: Box3Env(), 4, batch_size=2, start_method="fork", num_workers=2)
+    env.async_reset()
+    env.recv()
+    env.recv()
+    for call in (
+        lambda: env.send([1], [2**32 + 3]),
+        lambda: env.send(np.array([1]), np.array([2**32 + 2])),
+        lambda: env.send([1], 2**32 + 2),
+        lambda: env.step([1], [2**32]),
+        lambda: env.async_reset(env_id=[2**32 + 1]),
+    ):
+        with pytest.raises(ValueError, match=r"^env_id 42949672\d\d is out of range \[0, 4\)$"):
+            call()
+    env.send([1, 1], [3, 0])
+    got = env.recv()
+    assert sorted(got[4]["env_id"].tolist()) == [0, 3] and got[0][:, 0].tolist() == [1, 1]
+    env.close()
