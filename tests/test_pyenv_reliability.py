@@ -8,11 +8,70 @@ that the installed fastvec is imported, not the source tree."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
+import textwrap
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import fastvec
+
+PRELUDE = """
+import ctypes, os, signal, sys, threading, time
+import gymnasium as gym
+import numpy as np
+import fastvec
+from fastvec.pyenv import EnvError, WorkerDiedError
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # in case the runner started us with SIGINT ignored
+
+class Sleepy(gym.Env):
+    '''reward = action; each step sleeps ``delay`` seconds.'''
+    observation_space = gym.spaces.Box(0, 1e9, (1,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def __init__(self, delay=0.0):
+        self.delay, self.t = delay, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        time.sleep(self.delay)
+        self.t += 1
+        return np.array([self.t], np.float32), float(action), False, False, {}
+
+def children():
+    '''Process ids whose parent is this process (zombies included: a child nobody reaped leaks), but for
+    the resource tracker that the spawn start method starts once per process.'''
+    from multiprocessing import resource_tracker
+
+    me, out, tracker = str(os.getpid()), [], resource_tracker._resource_tracker._pid
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if pid.isdigit() and stat.rsplit(")", 1)[1].split()[1] == me and int(pid) != tracker:
+            out.append(int(pid))
+    return out
+"""
+
+
+def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tempfile.gettempdir(),
+    )
 
 
 class Box3Env(gym.Env):
@@ -77,3 +136,26 @@ def test_env_ids_out_of_int32_range_are_errors_with_their_real_value():
     got = env.recv()
     assert sorted(got[4]["env_id"].tolist()) == [0, 3] and got[0][:, 0].tolist() == [1, 1]
     env.close()
+
+
+# -- a forked child that exits normally ------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_a_forked_child_exiting_leaves_the_parents_workers_alone(start_method):
+    run = run_script(f"""
+        env = fastvec.make([Sleepy] * 2, num_workers=2, start_method={start_method!r})
+        env.reset()
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # a normal exit: atexit hooks (multiprocessing's among them) run
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        obs, reward, *_ = env.step(np.array([1, 2]))
+        assert reward.tolist() == [1, 2]
+        env.close()
+        print("ok")
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.rstrip().endswith("ok")

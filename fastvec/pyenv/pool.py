@@ -110,6 +110,7 @@ class _Resources:
         self.conns: list[Any] = []
         self.mm: mmap.mmap | None = None
         self.buffers: Buffers | None = None
+        _live.add(self)
 
     def close(self) -> None:
         if os.getpid() != self.pid:
@@ -145,6 +146,24 @@ class _Resources:
             except BufferError:  # a view is still alive somewhere; the mapping goes with it
                 pass
             self.mm = None
+
+
+_live: weakref.WeakSet[_Resources] = weakref.WeakSet()  # the pools of this process, for the fork hook
+
+
+def _forget_parent_workers() -> None:
+    """In a child made by os.fork(): drops the parent's workers from multiprocessing's children, whose
+    exit hook would otherwise terminate them (it terminates every daemon child it knows) when the child
+    exits normally. They serve the parent; the child's copy of a pool only forgets them."""
+    children = getattr(mp.process, "_children", None)
+    if children is None:
+        return
+    for res in list(_live):
+        for p in res.procs:
+            children.discard(p)
+
+
+os.register_at_fork(after_in_child=_forget_parent_workers)
 
 
 def make(
