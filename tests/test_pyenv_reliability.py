@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import fastvec
+from fastvec.pyenv import EnvError
 
 PRELUDE = """
 import ctypes, os, signal, sys, threading, time
@@ -96,6 +97,105 @@ class Box3Env(gym.Env):
         self.t += 1
         obs = self.bad if self.t == self.bad_step else np.full(3, self.t, np.float32)
         return obs, float(action), self.t >= self.episode_length, False, {}
+
+
+# -- bookkeeping that survives an exception at a blocking point ------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("call", ["step", "send_recv"])
+def test_reset_after_ctrl_c_with_one_worker_answered_returns(call):
+    """Worker 0 answers at once, worker 1 takes 2 s; Ctrl-C in between; reset() returns and the pool
+    steps on correctly."""
+    run = run_script(
+        f"""
+        env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(2.0)], num_workers=2)
+        env.reset()
+        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            if {call!r} == "step":
+                env.step(np.array([1, 1]))
+            else:
+                env.send(np.array([1, 1]))
+                env.recv()
+        except KeyboardInterrupt:
+            print("interrupted")
+        obs, info = env.reset()
+        assert obs.tolist() == [[0], [0]], obs
+        obs, reward, *_ = env.step(np.array([2, 3]))
+        assert obs.tolist() == [[1], [1]] and reward.tolist() == [2, 3], (obs, reward)
+        env.close()
+        print("ok")
+    """,
+        timeout=40,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "interrupted" in run.stdout and run.stdout.rstrip().endswith("ok")
+
+
+def _refuse(reason: str):
+    raise ValueError(reason)
+
+
+class Unloadable:
+    """Pickles in the worker; unpickling it in the parent raises."""
+
+    def __reduce__(self):
+        return _refuse, ("refusing to be unpickled",)
+
+
+class UnloadableInfoEnv(Box3Env):
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == self.at and self.resets == 1:
+            info = {"thing": Unloadable()}
+        elif self.t > 1:
+            info = {"t": self.t}
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("batch_size", [4, 2])
+def test_an_info_that_cannot_be_unpickled_is_an_error_for_its_env(batch_size):
+    env = fastvec.make(
+        [lambda: UnloadableInfoEnv(-1), lambda: UnloadableInfoEnv(2)] * 2,
+        batch_size=batch_size,
+        start_method="fork",
+        num_workers=2,
+    )
+    env.reset()
+    with pytest.raises(
+        EnvError,
+        match=r"env 1: its info could not be unpickled in the parent: "
+        r"ValueError: refusing to be unpickled",
+    ):
+        for _ in range(2):
+            if batch_size == 4:
+                env.step(np.ones(4, np.int64))
+            else:
+                for ids in ([0, 1], [2, 3]):
+                    env.send(np.ones(2, np.int64), ids)
+                    env.recv()
+    obs, info = env.reset()
+    assert obs[:, 0].tolist() == [0, 0, 0, 0]
+    for t in range(1, 4):
+        if batch_size == 4:
+            obs, reward, _, _, info = env.step(np.ones(4, np.int64))
+        else:
+            env.send(np.ones(2, np.int64), [0, 1])
+            env.send(np.ones(2, np.int64), [2, 3])
+            rows = [env.recv(), env.recv()]
+            order = np.argsort(np.concatenate([r[4]["env_id"] for r in rows]))
+            obs = np.concatenate([r[0] for r in rows])[order]
+            reward = np.concatenate([r[1] for r in rows])[order]
+            info = {"t": np.concatenate([r[4]["t"] for r in rows])[order]} if t > 1 else rows[0][4]
+        assert obs[:, 0].tolist() == [t] * 4 and reward.tolist() == [1] * 4
+        assert (info["t"].tolist() == [t] * 4) if t > 1 else "t" not in info  # messages still go to their envs
+    env.close()
 
 
 # -- env ids beyond int32 --------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from __future__ import annotations
 import mmap
 import multiprocessing as mp
 import os
+import pickle
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +37,7 @@ from fastvec._args import (
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
     COMP_HEAD,
+    MESSAGE_HEADER,
     OP_RESET,
     OP_STEP,
     REQ_HEAD,
@@ -269,6 +270,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.close)
         self._dead: str | None = None
+        self._messages: dict[int, bytes] = {}  # side-channel payloads received, not yet handed out, by key
 
         probe = env_fns[0]()
         try:
@@ -293,6 +295,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
         self._worker_of = np.repeat(np.arange(num_workers), counts).astype(np.int32)
         self._worker_ids = [np.arange(lo, lo + c, dtype=np.int32) for lo, c in zip(self._lo, counts, strict=True)]
+        self._all_groups = [(w, sub, slice(int(sub[0]), int(sub[-1]) + 1)) for w, sub in enumerate(self._worker_ids)]
 
         memfd = os.memfd_create("fastvec-pyenv", os.MFD_CLOEXEC)
         try:
@@ -335,12 +338,15 @@ class PyVectorEnv(gym.vector.VectorEnv):
             os.close(memfd)
         for conn in child_ends:
             conn.close()
-        self._done_r = done_r
         self._done_fd = done_r.fileno()
         os.set_blocking(self._done_fd, False)
+        self._side_fds = [c.fileno() for c in self._sides]
+        for fd in self._side_fds:
+            os.set_blocking(fd, False)
+        self._side_bufs = [bytearray() for _ in range(num_workers)]
         self._procs = list(self._res.procs)
         self._sentinels = [p.sentinel for p in self._procs]
-        self._pending: list[deque] = [deque() for _ in range(num_workers)]
+        self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
         self._req_head = [0] * num_workers
         self._comp_tail = [0] * num_workers
         self._state = np.zeros(n, dtype=np.uint8)
@@ -378,8 +384,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
         seeds = self._reset_seeds(seed)
         self._drain()
         self._send_reset(self._all_ids, seeds)
-        ids = self._collect(self.num_envs)
-        obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
+        ids, messages = self._collect(self.num_envs)
+        obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
         return obs, info
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -439,8 +445,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 f"recv() would wait forever: {self._in_flight} env(s) are in flight but batch_size is "
                 f"{self.batch_size}; send actions (or async_reset) first"
             )
-        ids = self._collect(self.batch_size)
-        return self._result(ids, sort=self.batch_size == self.num_envs)
+        ids, messages = self._collect(self.batch_size)
+        return self._result(ids, messages, sort=self.batch_size == self.num_envs)
 
     def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
@@ -449,8 +455,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
             raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
                                f"env(s) in flight, batch_size {self.batch_size})")
-        ids = self._collect(self._in_flight)
-        return self._result(ids, sort=False)
+        ids, messages = self._collect(self._in_flight)
+        return self._result(ids, messages, sort=False)
 
     def __enter__(self) -> PyVectorEnv:
         return self
@@ -611,18 +617,20 @@ class PyVectorEnv(gym.vector.VectorEnv):
         """Appends ``ids`` to their workers' request rings and wakes those workers."""
         b = self._b
         ring = self._layout.ring
-        if ids is self._all_ids:
-            groups = enumerate(self._worker_ids)
+        if ids is self._all_ids:  # (w, its env ids, its rows: a slice, cheaper to assign than the ids)
+            groups = self._all_groups
         else:
             owner = self._worker_of[ids]
-            groups = ((w, ids[owner == w]) for w in np.unique(owner).tolist())
-        for w, sub in groups:
+            groups = ((w, sub, sub) for w in np.unique(owner).tolist() for sub in (ids[owner == w],))
+        for w, sub, rows in groups:  # a worker's envs are in flight from the moment its REQ_HEAD says so
             head = self._req_head[w]
             count = len(sub)
             b.req_ring[w, np.arange(head, head + count) % ring] = sub
             head += count
             self._req_head[w] = head
             b.ctrl[w, REQ_HEAD] = head
+            self._state[rows] = _IN_FLIGHT
+            self._in_flight += count
             try:
                 os.write(self._wake_fds[w], b"\0")
             except BlockingIOError:  # the worker has unread wake-ups already
@@ -630,8 +638,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
             except BrokenPipeError:  # the worker is gone
                 self._check_workers(wait=0.5)
                 raise
-        self._state[ids] = _IN_FLIGHT
-        self._in_flight += len(ids)
 
     def _send_reset(self, ids: np.ndarray, seeds: list[int | None] | None) -> None:
         b = self._b
@@ -646,78 +652,105 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._needs_reset[ids] = False
         self._dispatch(ids)
 
-    def _collect(self, n: int) -> np.ndarray:
-        """Waits for ``n`` more results; the env ids in the order they were taken."""
+    def _collect(self, n: int) -> tuple[np.ndarray, dict[int, bytes]]:
+        """Waits for ``n`` more results; the env ids in the order they were taken, and the side-channel
+        messages of those that have one.
+
+        Nothing is consumed until every wait is over: results stay in the result rings (a worker never
+        overwrites an entry the parent has not taken: each env has at most one request in flight, and a
+        ring holds one entry per env) and messages in ``_messages``, so an exception at any blocking
+        point (Ctrl-C, a dead worker) leaves them for the next call.
+        """
         ctrl = self._b.ctrl
         comp_ring = self._b.comp_ring
+        flags = self._b.flags
         ring = self._layout.ring
         workers = self._layout.num_workers
-        parts: list[tuple[int, np.ndarray]] = []
-        need = n
+        tails = self._comp_tail
         deadline = 0.0
-        start = self._start_worker
         while True:
-            for k in range(workers):
-                w = (start + k) % workers
-                tail = self._comp_tail[w]
-                head = int(ctrl[w, COMP_HEAD])
-                if head > tail:
-                    take = min(head - tail, need)
-                    first = tail % ring
-                    if first + take <= ring:
-                        got = comp_ring[w, first:first + take].copy()
-                    else:
-                        got = comp_ring[w, np.arange(tail, tail + take) % ring]
-                    parts.append((w, got))
-                    self._comp_tail[w] = tail + take
-                    need -= take
-                    if need == 0:
-                        break
-            if need == 0:
+            heads = ctrl[:, COMP_HEAD].tolist()
+            if sum(heads) - sum(tails) >= n:
                 break
             if deadline == 0.0:
                 deadline = time.perf_counter() + self._spin
             elif time.perf_counter() > deadline:
                 self._block()
+        start = self._start_worker
+        parts: list[tuple[int, int, np.ndarray]] = []
+        need = n
+        for k in range(workers):
+            w = (start + k) % workers
+            tail = tails[w]
+            take = min(heads[w] - tail, need)
+            if take > 0:
+                first = tail % ring
+                if first + take <= ring:
+                    got = comp_ring[w, first:first + take].copy()
+                else:
+                    got = comp_ring[w, np.arange(tail, tail + take) % ring]
+                parts.append((w, take, got))
+                need -= take
+                if need == 0:
+                    break
+        ids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
+        has_message = flags.any() if n == self.num_envs else flags[ids].any()  # (ids: all envs, in some order)
+        flagged = ids[flags[ids] != 0].tolist() if has_message else []
+        for e in flagged:  # a worker sends an env's message before it publishes the result: it is in the pipe
+            if e not in self._messages:
+                self._await_message(int(self._worker_of[e]), e)
+        for w, take, _ in parts:  # hand out: from here on nothing blocks
+            tails[w] += take
         self._start_worker = (start + 1) % workers
         self._in_flight -= n
-        ids = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
         self._state[ids] = _IDLE
-        self._messages: dict[int, tuple] = {}
-        if self._b.flags[ids].any():
-            for w, got in parts:
-                for e in got[self._b.flags[got] != 0].tolist():
-                    msg = self._pending[w].popleft() if self._pending[w] else self._side_recv(w)
-                    if msg[1] != e:
-                        raise RuntimeError(f"internal error: worker {w} sent a message for env {msg[1]}, "
-                                           f"expected env {e}")
-                    self._messages[e] = msg
-        return ids
+        return ids, {e: self._messages.pop(e) for e in flagged}
 
-    def _side_recv(self, w: int) -> tuple:
-        try:
-            return self._sides[w].recv()
-        except (EOFError, OSError):
-            self._check_workers()
-            raise
+    def _pull(self, w: int) -> None:
+        """Reads what worker ``w``'s side pipe holds, without blocking, and files every whole message in
+        ``_messages`` by its key (a part message waits in the worker's buffer for the rest)."""
+        fd, buf = self._side_fds[w], self._side_bufs[w]
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break  # the worker is gone: its sentinel says so
+            buf += chunk
+        start, header = 0, MESSAGE_HEADER.size
+        while len(buf) - start >= header:
+            key, size = MESSAGE_HEADER.unpack_from(buf, start)
+            end = start + header + size
+            if len(buf) < end:
+                break
+            self._messages[key] = bytes(buf[start + header:end])
+            start = end
+        if start:
+            del buf[:start]
+
+    def _await_message(self, w: int, e: int) -> None:
+        """Pulls worker ``w``'s side pipe until env ``e``'s message is in. A worker writes all of a message
+        before it publishes the result, so the first pull finds it; the loop is for a worker that died."""
+        self._pull(w)
+        while e not in self._messages:
+            ready = wait_readable([self._side_fds[w], self._sentinels[w], self._done_fd], _POLL_SECONDS)
+            self._pull(w)
+            if e not in self._messages:
+                self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
 
     def _block(self) -> None:
         """Sleeps until a worker reports something (a result, a message, its death) or a timeout."""
-        fds = [self._done_fd, *self._sentinels, *(c.fileno() for c in self._sides)]
-        ready = wait_readable(fds, _POLL_SECONDS)
+        ready = wait_readable(self._block_fds, _POLL_SECONDS)
         if self._done_fd in ready:
             try:
                 os.read(self._done_fd, 65536)
             except BlockingIOError:
                 pass
-        for w, conn in enumerate(self._sides):
-            if conn.fileno() in ready:
-                try:
-                    while conn.poll():
-                        self._pending[w].append(conn.recv())
-                except (EOFError, OSError):
-                    pass  # the worker is gone: its sentinel says so
-        self._check_workers(wait=0.05 if set(ready) & set(self._sentinels) else 0.0)
+        for w, fd in enumerate(self._side_fds):
+            if fd in ready:
+                self._pull(w)
+        self._check_workers(wait=0.05 if not ready.isdisjoint(self._sentinels) else 0.0)
 
     def _check_workers(self, wait: float = 0.0) -> None:
         for w, p in enumerate(self._procs):
@@ -732,28 +765,34 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 raise WorkerDiedError(self._dead)
 
     def _await_ready(self) -> None:
-        waiting = set(range(self.num_workers))
+        """Waits for every worker's "ready"; raises a worker's init_error, or a WorkerDiedError naming a worker
+        that dies first."""
+        waiting = list(range(self.num_workers))
         while waiting:
-            ready = mp.connection.wait([self._sides[w] for w in waiting] + self._sentinels, timeout=_POLL_SECONDS)
-            for w in list(waiting):
-                if self._sides[w] in ready:
-                    try:
-                        msg = self._sides[w].recv()
-                    except EOFError:
-                        continue
-                    if msg[0] == "init_error":
-                        kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0],
-                                                                                      RuntimeError)
-                        raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
-                    waiting.discard(w)
-            if waiting:
-                self._check_workers(wait=0.05 if set(ready) & set(self._sentinels) else 0.0)
+            for w in waiting:
+                self._pull(w)
+                blob = self._messages.pop(-1 - w, None)
+                if blob is None:
+                    continue
+                msg = pickle.loads(blob)
+                if msg[0] == "init_error":
+                    kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0], RuntimeError)
+                    raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
+                waiting = [v for v in waiting if v != w]
+            if not waiting:
+                break
+            ready = wait_readable([self._side_fds[w] for w in waiting] + [self._sentinels[w] for w in waiting],
+                                  _POLL_SECONDS)
+            for w in waiting:
+                if self._sentinels[w] in ready:
+                    self._pull(w)  # it may have said why before it went
+                    if -1 - w not in self._messages:
+                        self._check_workers(wait=0.05)
 
     def _drain(self) -> None:
         """Waits for every env in flight and drops its results (reset starts over)."""
         if self._in_flight:
             self._collect(self._in_flight)
-        self._messages = {}
 
     def _obs_rows(self, arrays: list[np.ndarray], ids: np.ndarray | None) -> Any:
         values = [a.copy() if ids is None else a[ids] for a in arrays]
@@ -761,10 +800,11 @@ class PyVectorEnv(gym.vector.VectorEnv):
             return values[0]
         return unflatten(self.single_observation_space, values)[0]
 
-    def _result(self, ids: np.ndarray, sort: bool, *, stepped: bool = True
+    def _result(self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, *, stepped: bool = True
                 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """The batch rows of ``ids`` (every env when ``sort``) as step results; after a reset
-        (``stepped=False``) no env reports a finished episode, whatever its row last held."""
+        """The batch rows of ``ids`` (every env when ``sort``) as step results, with the infos (or the first
+        error, as an EnvError) of ``messages``; after a reset (``stepped=False``) no env reports a finished
+        episode, whatever its row last held."""
         b = self._b
         rows: np.ndarray | None
         if sort:
@@ -794,24 +834,34 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if self._mode == AutoresetMode.DISABLED:
             self._needs_reset[env_id] = terminated | truncated
         error = None
-        if self._messages:
-            position = {e: r for r, e in enumerate(env_id.tolist())}
-            for e, msg in self._messages.items():
-                r = position[e]
-                if msg[0] == "error":
+        if messages:
+            for r, e in enumerate(env_id.tolist()):  # in row order: the first error reported is the first row's
+                blob = messages.get(e)
+                if blob is None:
+                    continue
+                try:
+                    msg = pickle.loads(blob)
+                except Exception as exc:  # a value the worker could pickle and this process cannot rebuild
+                    msg = ("bad_info", f"{type(exc).__name__}: {exc}")
+                if msg[0] != "info":
                     self._broken[e] = True
                     if error is None:
-                        error = f"env {e} raised: {msg[2]}\n\ntraceback in the worker:\n{msg[3]}"
+                        error = self._error_text(e, msg)
                     continue
-                _, _, env_info, final_info = msg
+                _, env_info, final_info = msg
                 if env_info:
                     _add_info(info, env_info, r, size)
                 if final_info:
                     _add_info(info["final_info"], final_info, r, size)
-            self._messages = {}
         if error is not None:
             raise EnvError(error)
         return obs, reward, terminated, truncated, info
+
+    @staticmethod
+    def _error_text(e: int, msg: tuple) -> str:
+        if msg[0] == "error":
+            return f"env {e} raised: {msg[1]}\n\ntraceback in the worker:\n{msg[2]}"
+        return f"env {e}: its info could not be unpickled in the parent: {msg[1]}"
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
@@ -825,9 +875,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 e = int(np.flatnonzero(fresh)[0])
                 raise RuntimeError(f"env {e} has never been reset; a partial reset needs every other env reset once")
         self._send_reset(ids, seeds)
-        self._collect(len(ids))
+        _, messages = self._collect(len(ids))
         if reset_mask is not None:
-            obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
+            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
             return obs, info
-        obs, _, _, _, info = self._result(ids, sort=False, stepped=False)
+        obs, _, _, _, info = self._result(ids, messages, sort=False, stepped=False)
         return obs, info

@@ -8,7 +8,7 @@ its result ring, advances ``COMP_HEAD`` and writes one byte to the shared
 done pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
 never the only record of work. Info dicts and tracebacks (rare) go over the
-side channel, in result order, before the result is published.
+side channel, keyed by env id, and are entirely in the pipe before the result is published.
 
 Each side writes its data before the counter that publishes it and reads the
 counter before the data; that is enough on x86 (stores are seen in program
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import pickle
 import signal
 import time
 import traceback
@@ -38,6 +39,7 @@ from fastvec.pyenv.layout import (
     Buffers,
     Layout,
     flatten,
+    send_message,
     unflatten,
     wait_readable,
 )
@@ -70,6 +72,8 @@ def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layo
         wake_r: Any, done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
     """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
+    side_fd = side_w.fileno()
+    key = -1 - index  # the key of this worker's start-up messages
     try:
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
@@ -82,14 +86,15 @@ def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layo
                         "its spaces"
                     )
     except BaseException as exc:  # every failure is reported to the parent
-        side_w.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        send_message(side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}",
+                                                 traceback.format_exc())))
         return
     mm = mmap.mmap(memfd.fd, layout.size)
     os.close(memfd.fd)
     buffers = Buffers(layout, mm)
-    side_w.send(("ready", os.getpid()))
+    send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
-        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_w, config).loop()
+        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_fd, config).loop()
     finally:
         for env in envs:
             try:
@@ -102,13 +107,13 @@ def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layo
 
 class _Worker:
     def __init__(self, index: int, lo: int, envs: list, b: Buffers, layout: Layout, wake_r: Any,
-                 done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+                 done_w: Any, side_fd: int, config: dict[str, Any]) -> None:
         self.index, self.lo, self.envs, self.b = index, lo, envs, b
         self.ring = layout.ring
         self.wake_fd = wake_r.fileno()
         self.done_fd = done_w.fileno()
         os.set_blocking(self.done_fd, False)
-        self.side = side_w
+        self.side_fd = side_fd
         self.keep = (wake_r, done_w)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
@@ -226,7 +231,8 @@ class _Worker:
             b.truncated[e] = False
             b.done[e] = False
             self.needs_reset[k] = False
-            self.side.send(("error", e, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _action(self, e: int) -> Any:
         if self.simple_act:
@@ -244,4 +250,4 @@ class _Worker:
 
     def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
         self.b.flags[e] = HAS_INFO
-        self.side.send(("info", e, info, final_info))
+        send_message(self.side_fd, e, pickle.dumps(("info", info, final_info), pickle.HIGHEST_PROTOCOL))
