@@ -99,6 +99,59 @@ class Box3Env(gym.Env):
         return obs, float(action), self.t >= self.episode_length, False, {}
 
 
+# -- an env constructor that crashes ---------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("start_method", "crash"), [("fork", "os.kill(os.getpid(), signal.SIGSEGV)"), ("spawn", "ctypes.string_at(0)")]
+)
+def test_an_env_constructor_that_segfaults_is_an_error_naming_its_envs(start_method, crash):
+    """Env 0's constructor segfaults: the caller gets a WorkerDiedError naming worker 0's envs and the
+    signal (the spaces are read in a worker, never by running a constructor in the caller); nothing leaks."""
+    run = run_script(f"""
+        class Crash(Sleepy):
+            def __init__(self):
+                {crash}
+
+        start = time.monotonic()
+        try:
+            fastvec.make([Crash, Sleepy, Sleepy, Sleepy], num_workers=2, start_method={start_method!r})
+        except WorkerDiedError as e:
+            print("error:", e)
+        assert time.monotonic() - start < 30
+        assert not children(), children()
+        env = fastvec.make([Sleepy] * 2, num_workers=2, start_method={start_method!r})  # the next pool works
+        assert env.reset()[0].tolist() == [[0], [0]] and env.step(np.array([1, 2]))[1].tolist() == [1, 2]
+        env.close()
+        print("ok")
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ok" in run.stdout and "Traceback" not in run.stderr, run.stderr  # the other worker goes quietly
+    assert (
+        "worker 0 (pid" in run.stdout
+        and "envs 0..1) was killed by signal 11 (SIGSEGV) while making its envs" in run.stdout
+    ), run.stdout
+
+
+@pytest.mark.timeout(60)
+def test_spaces_metadata_and_spec_come_from_a_worker():
+    env = fastvec.make("CartPole-v1", 3, backend="python", start_method="fork", num_workers=2)
+    assert env.spec.id == "CartPole-v1" and env.metadata["render_fps"] == 50
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    assert env.single_observation_space == gym.make("CartPole-v1").observation_space
+    env.close()
+
+    class Wider(Box3Env):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gym.spaces.Box(-1e9, 1e9, (4,), np.float32)
+
+    for fns, first in (([Box3Env, Wider, Box3Env, Box3Env], 1), ([Box3Env, Box3Env, Wider, Wider], 2)):
+        with pytest.raises(ValueError, match=rf"env {first} has observation_space .* but env 0 has .* share"):
+            fastvec.make(fns, start_method="fork", num_workers=2)
+
+
 # -- bookkeeping that survives an exception at a blocking point ------------------------------------
 
 

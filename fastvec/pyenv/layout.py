@@ -37,7 +37,7 @@ HAS_ERROR = 2  #: the env raised; the traceback is on the worker's side channel
 
 # A side-channel message: a header (key, payload size), then the pickled payload. The key is the env id
 # for an env's message, so that the parent files it by env without unpickling it; start-up messages
-# (ready, init_error) carry the key -1 - worker index.
+# (spaces, ready, init_error) carry the key -1 - worker index.
 MESSAGE_HEADER = struct.Struct("<qQ")
 
 

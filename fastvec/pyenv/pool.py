@@ -14,6 +14,7 @@ import mmap
 import multiprocessing as mp
 import os
 import pickle
+import signal
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -68,6 +69,15 @@ def _join_all(procs: list[Any], seconds: float) -> None:
     deadline = time.monotonic() + seconds
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
+
+
+def _how(exitcode: int) -> str:
+    if exitcode < 0:
+        try:
+            return f"was killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
 
 
 def _leaf_spaces(space: gym.Space) -> list[gym.Space]:
@@ -258,8 +268,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], *, batch_size: int, num_workers: int,
                  seed: int | None, autoreset_mode: str, max_episode_steps: int | None, start_method: str) -> None:
-        import cloudpickle
-
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
         self.num_workers = self.num_threads = num_workers
@@ -272,81 +280,61 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._dead: str | None = None
         self._messages: dict[int, bytes] = {}  # side-channel payloads received, not yet handed out, by key
 
-        probe = env_fns[0]()
-        try:
-            obs_space, act_space = probe.observation_space, probe.action_space
-            self.metadata = {**getattr(probe, "metadata", {}), "autoreset_mode": self._mode}
-            self.spec = getattr(probe, "spec", None)
-        finally:
-            probe.close()
-        self.single_observation_space = obs_space
-        self.single_action_space = act_space
-        self.observation_space = batch_space(obs_space, batch_size)
-        self.action_space = batch_space(act_space, batch_size)
-        self.render_mode = None
-        self._act_spaces = _leaf_spaces(act_space)
-
         bounds = np.linspace(0, n, num_workers + 1).round().astype(int)
         self._lo = bounds[:-1].tolist()
         counts = np.diff(bounds)
-        layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
-                        autoreset_mode == "same_step")
-        self._layout = layout
-        self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
         self._worker_of = np.repeat(np.arange(num_workers), counts).astype(np.int32)
         self._worker_ids = [np.arange(lo, lo + c, dtype=np.int32) for lo, c in zip(self._lo, counts, strict=True)]
         self._all_groups = [(w, sub, slice(int(sub[0]), int(sub[-1]) + 1)) for w, sub in enumerate(self._worker_ids)]
+        # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
+        # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
+        spare_core = available_cores() > num_workers
+        self._spin = SPIN_SECONDS if spare_core else 0.0
+        config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
+                  "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0}
 
+        # The workers make the envs and report their spaces; only then is the shared memory sized and
+        # mapped (no env constructor runs in this process: one that crashes takes its worker, not us).
         memfd = os.memfd_create("fastvec-pyenv", os.MFD_CLOEXEC)
         try:
+            self._start_workers(env_fns, bounds, memfd, config)
+            spaces = self._await_startup("spaces")
+            obs_space, act_space = spaces[0][1], spaces[0][2]
+            for w, msg in enumerate(spaces[1:], 1):
+                for kind, got, want in (("observation_space", msg[1], obs_space), ("action_space", msg[2], act_space)):
+                    if got != want:
+                        raise ValueError(f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
+                                         "a pool must share its spaces")
+            self.metadata = {**spaces[0][3], "autoreset_mode": self._mode}
+            self.spec = spaces[0][4]
+            self.single_observation_space = obs_space
+            self.single_action_space = act_space
+            self.observation_space = batch_space(obs_space, batch_size)
+            self.action_space = batch_space(act_space, batch_size)
+            self.render_mode = None
+            self._act_spaces = _leaf_spaces(act_space)
+            layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
+                            autoreset_mode == "same_step")
+            self._layout = layout
+            self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
-            ctx = mp.get_context(start_method)
-            done_r, done_w = ctx.Pipe(duplex=False)
-            # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
-            # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
-            spare_core = available_cores() > num_workers
-            self._spin = SPIN_SECONDS if spare_core else 0.0
-            config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
-                      "observation_space": obs_space, "action_space": act_space,
-                      "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0}
             self._wake_fds: list[int] = []
-            self._sides: list[Any] = []
-            child_ends = [done_w]
-            self._res.conns.append(done_r)
-            for w in range(num_workers):
-                wake_r, wake_w = ctx.Pipe(duplex=False)
-                side_r, side_w = ctx.Pipe(duplex=False)
-                lo, hi = int(bounds[w]), int(bounds[w + 1])
-                blob = cloudpickle.dumps(env_fns[lo:hi])
-                proc = ctx.Process(
-                    target=_worker.run, name=f"fastvec-pyenv-{w}", daemon=True,
-                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), layout, wake_r, done_w, side_w, config),
-                )
-                proc.start()
-                self._res.procs.append(proc)
-                self._res.conns += [wake_w, side_r]
-                child_ends += [wake_r, side_w]
-                os.set_blocking(wake_w.fileno(), False)
-                self._wake_fds.append(wake_w.fileno())
-                self._sides.append(side_r)
+            for conn in self._wake:
+                try:
+                    conn.send(layout)
+                except BrokenPipeError:  # the worker died after it reported its spaces
+                    self._check_workers(wait=0.5, starting="while starting")
+                    raise
+                os.set_blocking(conn.fileno(), False)
+                self._wake_fds.append(conn.fileno())
+            self._await_startup("ready")
         except BaseException:
             self._res.close()
             raise
         finally:
             os.close(memfd)
-        for conn in child_ends:
-            conn.close()
-        self._done_fd = done_r.fileno()
-        os.set_blocking(self._done_fd, False)
-        self._side_fds = [c.fileno() for c in self._sides]
-        for fd in self._side_fds:
-            os.set_blocking(fd, False)
-        self._side_bufs = [bytearray() for _ in range(num_workers)]
-        self._procs = list(self._res.procs)
-        self._sentinels = [p.sentinel for p in self._procs]
-        self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
         self._req_head = [0] * num_workers
         self._comp_tail = [0] * num_workers
         self._state = np.zeros(n, dtype=np.uint8)
@@ -356,11 +344,46 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._seeds = self._derive_seeds(seed) if seed is not None else None
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
+
+    def _start_workers(self, env_fns: list[Callable[[], gym.Env]], bounds: np.ndarray, memfd: int,
+                       config: dict[str, Any]) -> None:
+        """Starts one process per worker, each with its env constructors, and keeps the parent's pipe ends."""
+        import cloudpickle
+
+        ctx = mp.get_context(self.start_method)
+        done_r, done_w = ctx.Pipe(duplex=False)
+        self._res.conns.append(done_r)
+        self._wake: list[Any] = []
+        self._sides: list[Any] = []
+        child_ends = [done_w]
         try:
-            self._await_ready()
-        except BaseException:
-            self._res.close()
-            raise
+            for w in range(self.num_workers):
+                wake_r, wake_w = ctx.Pipe(duplex=False)
+                side_r, side_w = ctx.Pipe(duplex=False)
+                self._res.conns += [wake_w, side_r]
+                child_ends += [wake_r, side_w]
+                lo, hi = int(bounds[w]), int(bounds[w + 1])
+                blob = cloudpickle.dumps(env_fns[lo:hi])
+                proc = ctx.Process(
+                    target=_worker.run, name=f"fastvec-pyenv-{w}", daemon=True,
+                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, done_w, side_w, config),
+                )
+                proc.start()
+                self._res.procs.append(proc)
+                self._wake.append(wake_w)
+                self._sides.append(side_r)
+        finally:
+            for conn in child_ends:
+                conn.close()
+        self._done_fd = done_r.fileno()
+        os.set_blocking(self._done_fd, False)
+        self._side_fds = [c.fileno() for c in self._sides]
+        for fd in self._side_fds:
+            os.set_blocking(fd, False)
+        self._side_bufs = [bytearray() for _ in range(self.num_workers)]
+        self._procs = list(self._res.procs)
+        self._sentinels = [p.sentinel for p in self._procs]
+        self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -752,21 +775,24 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 self._pull(w)
         self._check_workers(wait=0.05 if not ready.isdisjoint(self._sentinels) else 0.0)
 
-    def _check_workers(self, wait: float = 0.0) -> None:
+    def _check_workers(self, wait: float = 0.0, starting: str = "") -> None:
+        """Raises WorkerDiedError if a worker has exited (``starting``: what it was doing, during start-up)."""
         for w, p in enumerate(self._procs):
             if p.exitcode is None and wait:
                 p.join(wait)
             if p.exitcode is not None:
-                code = p.exitcode
-                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 lo, hi = self._lo[w], self._lo[w] + len(self._worker_ids[w])
-                self._dead = (f"worker {w} (pid {p.pid}, envs {lo}..{hi - 1}) {how}; the pool cannot continue, "
-                              "close it and make a new one")
+                what = f"worker {w} (pid {p.pid}, envs {lo}..{hi - 1}) {_how(p.exitcode)}"
+                if starting:
+                    raise WorkerDiedError(f"{what} {starting}")
+                self._dead = f"{what}; the pool cannot continue, close it and make a new one"
                 raise WorkerDiedError(self._dead)
 
-    def _await_ready(self) -> None:
-        """Waits for every worker's "ready"; raises a worker's init_error, or a WorkerDiedError naming a worker
-        that dies first."""
+    def _await_startup(self, stage: str) -> list[tuple]:
+        """Waits for every worker's start-up message ``stage`` ("spaces", then "ready"); raises a worker's
+        init_error, or a WorkerDiedError naming a worker that dies first."""
+        doing = "while making its envs" if stage == "spaces" else "while starting"
+        got: dict[int, tuple] = {}
         waiting = list(range(self.num_workers))
         while waiting:
             for w in waiting:
@@ -778,16 +804,18 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 if msg[0] == "init_error":
                     kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0], RuntimeError)
                     raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
-                waiting = [v for v in waiting if v != w]
+                got[w] = msg
+            waiting = [w for w in waiting if w not in got]
             if not waiting:
                 break
-            ready = wait_readable([self._side_fds[w] for w in waiting] + [self._sentinels[w] for w in waiting],
-                                  _POLL_SECONDS)
+            fds = [self._side_fds[w] for w in waiting] + [self._sentinels[w] for w in waiting]
+            ready = wait_readable(fds, _POLL_SECONDS)
             for w in waiting:
                 if self._sentinels[w] in ready:
                     self._pull(w)  # it may have said why before it went
                     if -1 - w not in self._messages:
-                        self._check_workers(wait=0.05)
+                        self._check_workers(wait=0.05, starting=doing)
+        return [got[w] for w in range(self.num_workers)]
 
     def _drain(self) -> None:
         """Waits for every env in flight and drops its results (reset starts over)."""

@@ -1,5 +1,10 @@
 """The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
 
+Start-up: the worker makes its envs, checks that they share their spaces and sends the first one's
+spaces, metadata and spec to the parent over its side channel (so that no env constructor ever runs in
+the parent: one that crashes takes only its worker down). The parent compares the workers' spaces, sizes
+the shared mapping and sends the :class:`Layout` over the wake pipe; the worker maps it and says "ready".
+
 Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
 writes an env's action row and op code, appends the env id to this worker's
 request ring and advances ``REQ_HEAD``, then writes one byte to the wake
@@ -68,41 +73,84 @@ def _loads(blob: bytes) -> Any:
     return cloudpickle.loads(blob)
 
 
-def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layout: Layout,
-        wake_r: Any, done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+def _spaces_message(env: Any) -> bytes:
+    """What the parent needs of the first env: its spaces, metadata and spec (cloudpickled: a spec's entry
+    point may be a lambda; a spec that cannot be pickled at all is left out)."""
+    import cloudpickle
+
+    metadata = dict(getattr(env, "metadata", None) or {})
+    spec = getattr(env, "spec", None)
+    try:
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec))
+    except Exception:
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None))
+
+
+def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, wake_r: Any, done_w: Any,
+        side_w: Any, config: dict[str, Any]) -> None:
     """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
     side_fd = side_w.fileno()
     key = -1 - index  # the key of this worker's start-up messages
+    envs: list = []
     try:
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
-        for k, env in enumerate(envs):
+        for k, env in enumerate(envs[1:], 1):
             for kind in ("observation_space", "action_space"):
-                got, want = getattr(env, kind), config[kind]
+                got, want = getattr(env, kind), getattr(envs[0], kind)
                 if got != want:
                     raise ValueError(
-                        f"env {lo + k} has {kind} {got}, but env 0 has {want}: every env of a pool must share "
+                        f"env {lo + k} has {kind} {got}, but env {lo} has {want}: every env of a pool must share "
                         "its spaces"
                     )
+        send_message(side_fd, key, _spaces_message(envs[0]))
+        layout = _receive_layout(wake_r)
+        if layout is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
+            _close_envs(envs)
+            return
+        mm = mmap.mmap(memfd.fd, layout.size)
+        os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
-        send_message(side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}",
-                                                 traceback.format_exc())))
+        try:
+            send_message(side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}",
+                                                     traceback.format_exc())))
+        except OSError:  # the parent gave up on the pool already (another worker failed first)
+            pass
+        _close_envs(envs)
         return
-    mm = mmap.mmap(memfd.fd, layout.size)
-    os.close(memfd.fd)
     buffers = Buffers(layout, mm)
     send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
         _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_fd, config).loop()
     finally:
-        for env in envs:
-            try:
-                env.close()
-            except Exception:
-                pass
+        _close_envs(envs)
         buffers.release()
         mm.close()
+
+
+def _receive_layout(wake_r: Any) -> Layout | None:
+    """The layout the parent sends over the wake pipe once every worker has made its envs; None if the
+    parent closed the pipe or died instead."""
+    parent = parent_process()
+    fds = [wake_r.fileno()] if parent is None else [wake_r.fileno(), parent.sentinel]
+    while True:
+        ready = wait_readable(fds, 1.0)
+        if parent is not None and parent.sentinel in ready:
+            return None
+        if ready:
+            try:
+                return wake_r.recv()
+            except EOFError:
+                return None
+
+
+def _close_envs(envs: list) -> None:
+    for env in envs:
+        try:
+            env.close()
+        except Exception:
+            pass
 
 
 class _Worker:
@@ -118,8 +166,8 @@ class _Worker:
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
-        self.obs_space = config["observation_space"]
-        self.act_space = config["action_space"]
+        self.obs_space = envs[0].observation_space
+        self.act_space = envs[0].action_space
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
         self.simple_act = len(b.act) == 1 and not layout.act[0].path
         self.act_scalar = [leaf.scalar for leaf in layout.act]
