@@ -8,6 +8,7 @@ that the installed fastvec is imported, not the source tree."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -312,3 +313,42 @@ def test_a_forked_child_exiting_leaves_the_parents_workers_alone(start_method):
     """)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.rstrip().endswith("ok")
+
+
+# -- a script without a main guard -----------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_a_main_guard_is_told_to_add_one(guarded, tmp_path):
+    make = "env = fastvec.make(make_env, 2, num_workers=1)\nenv.reset(seed=0)\nprint('stepped')\n"
+    if guarded:  # the same code under a guard, whose worker exits while making its env: no advice then
+        make = 'if __name__ == "__main__":\n' + textwrap.indent(make, "    ")
+    body = (
+        textwrap.dedent("""
+        import os, gymnasium as gym, fastvec
+
+        def make_env():
+            if os.environ.get("FASTVEC_TEST_EXIT"):
+                os._exit(3)
+            return gym.make("CartPole-v1")
+
+    """)
+        + make
+    )
+    script = tmp_path / "train.py"
+    script.write_text(body)
+    environ = {**os.environ, "FASTVEC_TEST_EXIT": "1" if guarded else ""}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=environ
+    )
+    assert run.returncode == 1 and "stepped" not in run.stdout, run.stdout + run.stderr
+    last = run.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("fastvec.pyenv.pool.WorkerDiedError: worker 0 (pid "), run.stderr
+    if guarded:
+        assert "exited with code 3 while making its envs" in last and "__main__" not in last, last
+    else:
+        assert "exited with code 1 while making its envs" in last and f"{script} has no module-level" in last, last
+        assert 'if __name__ == "__main__":' in last and "start_method='fork'" in last, last
+        # and the worker said why it stopped
+        assert "fastvec.make() was called while a worker process imports the main module" in run.stderr, run.stderr

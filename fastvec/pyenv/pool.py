@@ -10,11 +10,13 @@ tracebacks are pickled, and only when an env produced them.
 
 from __future__ import annotations
 
+import ast
 import mmap
 import multiprocessing as mp
 import os
 import pickle
 import signal
+import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -78,6 +80,23 @@ def _how(exitcode: int) -> str:
         except ValueError:
             return f"was killed by signal {-exitcode}"
     return f"exited with code {exitcode}"
+
+
+def _has_main_guard(path: str) -> bool:
+    """Whether the script at ``path`` has a module-level ``if __name__ == "__main__":`` (True when unsure)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            sides = [test.left, test.comparators[0]]
+            if any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides) and any(
+                    isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
+                return True
+    return False
 
 
 def _leaf_spaces(space: gym.Space) -> list[gym.Space]:
@@ -197,6 +216,13 @@ def make(
     ``env_id`` is a gymnasium id (made with ``gymnasium.make(env, **env_kwargs)``), a callable
     returning an env, or a list of callables, one per env (``num_envs`` is then its length).
     """
+    if getattr(mp.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "fastvec.make() was called while a worker process imports the main module: under the spawn and "
+            "forkserver start methods each worker imports the main script, so code at its top level runs "
+            'again there. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
+            "start_method='fork')"
+        )
     env = env_id
     if isinstance(env, str):
         env_id = env.removeprefix("fastvec/")
@@ -784,9 +810,20 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 lo, hi = self._lo[w], self._lo[w] + len(self._worker_ids[w])
                 what = f"worker {w} (pid {p.pid}, envs {lo}..{hi - 1}) {_how(p.exitcode)}"
                 if starting:
-                    raise WorkerDiedError(f"{what} {starting}")
+                    raise WorkerDiedError(f"{what} {starting}{self._main_guard_advice()}")
                 self._dead = f"{what}; the pool cannot continue, close it and make a new one"
                 raise WorkerDiedError(self._dead)
+
+    def _main_guard_advice(self) -> str:
+        """Under spawn/forkserver, a worker that died during start-up may have run a main script that has
+        no main guard (and so tried to make a pool of its own): then says what to add."""
+        path = getattr(sys.modules.get("__main__"), "__file__", None)
+        if self.start_method == "fork" or not path or _has_main_guard(path):
+            return ""
+        return (f"; {path} has no module-level `if __name__ == \"__main__\":` guard: under start_method="
+                f"{self.start_method!r} every worker imports the main script, whose top-level code then makes a "
+                'pool again. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
+                "start_method='fork')")
 
     def _await_startup(self, stage: str) -> list[tuple]:
         """Waits for every worker's start-up message ``stage`` ("spaces", then "ready"); raises a worker's
