@@ -100,6 +100,31 @@ class Box3Env(gym.Env):
         return obs, float(action), self.t >= self.episode_length, False, {}
 
 
+class DictObsEnv(gym.Env):
+    """Dict({"pos": Box (3,), "mode": Discrete(3)}) observations; ``obs[key]`` is ``bad`` at the first step."""
+
+    def __init__(self, key: str, bad) -> None:
+        self.observation_space = gym.spaces.Dict(
+            {"pos": gym.spaces.Box(-1, 1, (3,), np.float32), "mode": gym.spaces.Discrete(3)}
+        )
+        self.action_space = gym.spaces.Discrete(2)
+        self.key, self.bad = key, bad
+        self.t = self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.resets += 1
+        return {"pos": np.zeros(3, np.float32), "mode": 0}, {}
+
+    def step(self, action):
+        self.t += 1
+        obs = {"pos": np.full(3, 0.5, np.float32), "mode": 1}
+        if self.t == 1 and self.resets == 1:
+            obs[self.key] = self.bad
+        return obs, 0.0, False, False, {}
+
+
 # -- an env constructor that crashes ---------------------------------------------------------------
 
 
@@ -249,6 +274,62 @@ def test_an_info_that_cannot_be_unpickled_is_an_error_for_its_env(batch_size):
             info = {"t": np.concatenate([r[4]["t"] for r in rows])[order]} if t > 1 else rows[0][4]
         assert obs[:, 0].tolist() == [t] * 4 and reward.tolist() == [1] * 4
         assert (info["t"].tolist() == [t] * 4) if t > 1 else "t" not in info  # messages still go to their envs
+    env.close()
+
+
+# -- observations that do not fit the space --------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("bad", "bad_step", "mode", "match"),
+    [
+        (np.array([0.7], np.float32), 2, "next_step", r"step\(\) returned an observation of shape \(1,\)"),
+        (0.25, 2, "next_step", r"step\(\) returned an observation of shape \(\) \(0.25\)"),
+        (None, 2, "next_step", r"step\(\) returned an observation None"),
+        (np.zeros((3, 1), np.float32), 2, "next_step", r"step\(\) returned an observation of shape \(3, 1\)"),
+        (np.array([0.7], np.float32), 0, "next_step", r"reset\(\) returned an observation of shape \(1,\)"),
+        (np.array([0.7], np.float32), 2, "same_step", r"step\(\) returned an observation of shape \(1,\)"),
+        (None, 3, "same_step", r"step\(\) returned an observation None"),  # the final observation
+    ],
+)
+def test_an_observation_that_does_not_fit_the_space_is_an_env_error(bad, bad_step, mode, match):
+    episode_length = 3 if mode == "same_step" else 1_000_000
+    env = fastvec.make(
+        [Box3Env, lambda: Box3Env(bad, bad_step, episode_length)],
+        start_method="fork",
+        num_workers=2,
+        autoreset_mode=mode,
+    )
+    space = r"for observation_space Box\(-1e\+09, 1e\+09, \(3,\), float32\), which needs shape \(3,\)"
+    with pytest.raises(EnvError, match=rf"^env 1: {match}.* {space}"):
+        env.reset()
+        for _ in range(3):
+            env.step(np.ones(2, np.int64))
+    obs, _ = env.reset()  # the pool goes on
+    assert obs.tolist() == [[0, 0, 0]] * 2
+    assert env.step(np.ones(2, np.int64))[0].tolist() == [[1, 1, 1]] * 2
+    env.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("key", "bad", "match"),
+    [
+        ("pos", np.array([0.7], np.float32), r"obs\['pos'\] of shape \(1,\) .*Box\(-1.0, 1.0, \(3,\), float32\)"),
+        ("pos", None, r"obs\['pos'\] None .*Box\(-1.0, 1.0, \(3,\), float32\)"),
+        ("mode", np.array([1, 2]), r"obs\['mode'\] of shape \(2,\) .*Discrete\(3\), which needs shape \(\)"),
+        ("mode", None, r"obs\['mode'\] None .*Discrete\(3\)"),
+    ],
+)
+def test_a_dict_leaf_that_does_not_fit_is_an_env_error(key, bad, match):
+    env = fastvec.make([lambda: DictObsEnv(key, bad)] * 2, start_method="fork", num_workers=1)
+    env.reset()
+    with pytest.raises(EnvError, match=rf"^env 0: step\(\) returned {match}"):
+        env.step(np.ones(2, np.int64))
+    env.reset()
+    obs, *_ = env.step(np.ones(2, np.int64))
+    assert obs["pos"].tolist() == [[0.5] * 3] * 2 and obs["mode"].tolist() == [1, 1]
     env.close()
 
 

@@ -33,7 +33,7 @@ OP_RESET = 2
 
 # Per-env result flags (Buffers.flags), written by the worker.
 HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel
-HAS_ERROR = 2  #: the env raised; the traceback is on the worker's side channel
+HAS_ERROR = 2  #: the env raised (or returned what its space cannot hold); the message says what
 
 # A side-channel message: a header (key, payload size), then the pickled payload. The key is the env id
 # for an env's message, so that the parent files it by env without unpickling it; start-up messages
@@ -166,6 +166,15 @@ class Buffers:
     def release(self) -> None:
         """Drops every view, so that the mapping can be closed."""
         self.__dict__.clear()
+
+
+def leaf_spaces(space: gym.Space) -> list[gym.Space]:
+    """The leaf spaces of ``space`` in :func:`leaves` order."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for sub in space.spaces.values() for leaf in leaf_spaces(sub)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for sub in space.spaces for leaf in leaf_spaces(sub)]
+    return [space]
 
 
 def send_message(fd: int, key: int, payload: bytes) -> None:

@@ -48,6 +48,7 @@ from fastvec.pyenv.layout import (
     Buffers,
     Layout,
     flatten,
+    leaf_spaces,
     leaves,
     unflatten,
     wait_readable,
@@ -97,14 +98,6 @@ def _has_main_guard(path: str) -> bool:
                     isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
                 return True
     return False
-
-
-def _leaf_spaces(space: gym.Space) -> list[gym.Space]:
-    if isinstance(space, gym.spaces.Dict):
-        return [leaf for sub in space.spaces.values() for leaf in _leaf_spaces(sub)]
-    if isinstance(space, gym.spaces.Tuple):
-        return [leaf for sub in space.spaces for leaf in _leaf_spaces(sub)]
-    return [space]
 
 
 def _add_info(infos: dict[str, Any], env_info: dict[str, Any], row: int, size: int) -> dict[str, Any]:
@@ -338,7 +331,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
             self.observation_space = batch_space(obs_space, batch_size)
             self.action_space = batch_space(act_space, batch_size)
             self.render_mode = None
-            self._act_spaces = _leaf_spaces(act_space)
+            self._act_spaces = leaf_spaces(act_space)
             layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
                             autoreset_mode == "same_step")
             self._layout = layout
@@ -926,6 +919,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
     def _error_text(e: int, msg: tuple) -> str:
         if msg[0] == "error":
             return f"env {e} raised: {msg[1]}\n\ntraceback in the worker:\n{msg[2]}"
+        if msg[0] == "bad_obs":
+            return f"env {e}: {msg[1]}"
         return f"env {e}: its info could not be unpickled in the parent: {msg[1]}"
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:

@@ -12,7 +12,7 @@ pipe. The worker steps the env, writes its result row, appends the env id to
 its result ring, advances ``COMP_HEAD`` and writes one byte to the shared
 done pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
-never the only record of work. Info dicts and tracebacks (rare) go over the
+never the only record of work. Info dicts and errors (rare) go over the
 side channel, keyed by env id, and are entirely in the pipe before the result is published.
 
 Each side writes its data before the counter that publishes it and reads the
@@ -43,7 +43,9 @@ from fastvec.pyenv.layout import (
     SHUTDOWN,
     Buffers,
     Layout,
+    Leaf,
     flatten,
+    leaf_spaces,
     send_message,
     unflatten,
     wait_readable,
@@ -65,6 +67,10 @@ class SharedFd:
 
 def _rebuild_fd(dup: Any) -> SharedFd:
     return SharedFd(dup.detach())
+
+
+class BadObservation(ValueError):
+    """An env returned an observation its observation_space cannot hold; the message says what and where."""
 
 
 def _loads(blob: bytes) -> Any:
@@ -168,7 +174,9 @@ class _Worker:
         self.max_steps = config["max_episode_steps"] or 0
         self.obs_space = envs[0].observation_space
         self.act_space = envs[0].action_space
+        self.obs_leaves = list(zip(layout.obs, leaf_spaces(self.obs_space), strict=True))
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
+        self.obs_shape = layout.obs[0].shape
         self.simple_act = len(b.act) == 1 and not layout.act[0].path
         self.act_scalar = [leaf.scalar for leaf in layout.act]
         n = len(envs)
@@ -239,7 +247,7 @@ class _Worker:
                 self.elapsed[k] = 0
                 self.ret[k] = 0.0
                 self.needs_reset[k] = False
-                self._write_obs(b.obs, e, obs)
+                self._write_obs(b.obs, e, obs, "reset")
                 b.reward[e] = 0.0
                 b.terminated[e] = False
                 b.truncated[e] = False
@@ -259,17 +267,17 @@ class _Worker:
                 b.episode_return[e] = self.ret[k]
                 b.episode_length[e] = self.elapsed[k]
                 if self.mode == "same_step":
-                    self._write_obs(b.final_obs, e, obs)
+                    self._write_obs(b.final_obs, e, obs, "step")
                     final_info = info
                     obs, info = env.reset()
                     self.elapsed[k] = 0
                     self.ret[k] = 0.0
-                    self._write_obs(b.obs, e, obs)
+                    self._write_obs(b.obs, e, obs, "reset")
                     if info or final_info:
                         self._send_info(e, info, final_info)
                     return
                 self.needs_reset[k] = True
-            self._write_obs(b.obs, e, obs)
+            self._write_obs(b.obs, e, obs, "step")
             if info:
                 self._send_info(e, info, None)
         except Exception as exc:  # re-raised in the parent, naming the env
@@ -279,7 +287,10 @@ class _Worker:
             b.truncated[e] = False
             b.done[e] = False
             self.needs_reset[k] = False
-            message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            if isinstance(exc, BadObservation):
+                message = ("bad_obs", str(exc))
+            else:
+                message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _action(self, e: int) -> Any:
@@ -289,12 +300,46 @@ class _Worker:
         values = [a[e] if scalar else a[e].copy() for a, scalar in zip(self.b.act, self.act_scalar, strict=True)]
         return unflatten(self.act_space, values)[0]
 
-    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any) -> None:
+    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any, where: str) -> None:
+        """Writes ``obs`` (what the env's ``where``() returned) into row ``e``; a BadObservation unless every
+        leaf has its space's shape (numpy assignment would broadcast a (1,) array or a scalar over the row)."""
         if self.simple_obs:
+            if getattr(obs, "shape", None) != self.obs_shape:  # the one check on the hot path
+                self._check_leaf(self.obs_leaves[0], obs, where)
             arrays[0][e] = obs
             return
-        for array, value in zip(arrays, flatten(self.obs_space, obs, []), strict=True):
+        try:
+            values = flatten(self.obs_space, obs, [])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadObservation(f"{where}() returned an observation that does not fit observation_space "
+                                 f"{self.obs_space}: {type(exc).__name__}: {exc}") from None
+        for array, (leaf, space), value in zip(arrays, self.obs_leaves, values, strict=True):
+            if getattr(value, "shape", None) != leaf.shape:
+                self._check_leaf((leaf, space), value, where)
             array[e] = value
+
+    def _check_leaf(self, leaf_space: tuple[Leaf, Any], value: Any, where: str) -> None:
+        """Passes a value without a ``shape`` (a Python number, a list) that fits the leaf; raises otherwise."""
+        leaf, space = leaf_space
+        if leaf.scalar and isinstance(value, (int, np.integer)):
+            return
+        what = "None"
+        if value is not None:
+            try:
+                arr = np.asarray(value)
+            except ValueError:  # a ragged list
+                arr = np.asarray(value, dtype=object)
+            if arr.shape == leaf.shape and arr.dtype.kind in "biuf":
+                return
+            shown = " ".join(repr(value).split())  # on one line
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            kind = f"of shape {arr.shape}" if arr.shape != leaf.shape else f"of dtype {arr.dtype}"
+            what = f"{kind} ({shown})"
+        if leaf.path:
+            name = "obs" + "".join(f"[{key!r}]" for key in leaf.path)
+            raise BadObservation(f"{where}() returned {name} {what} for {space}, which needs shape {leaf.shape}")
+        raise BadObservation(f"{where}() returned an observation {what} for observation_space {space}, which "
+                             f"needs shape {leaf.shape}")
 
     def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
         self.b.flags[e] = HAS_INFO
