@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -74,6 +76,32 @@ def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
         timeout=timeout,
         cwd=tempfile.gettempdir(),
     )
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def worker_is_gone(pid: int) -> bool:
+    return not os.path.exists(f"/proc/{pid}")
+
+
+class Sleepy(gym.Env):
+    """reward = action; each step sleeps ``delay`` seconds."""
+
+    observation_space = gym.spaces.Box(0, 1e9, (1,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return np.ones(1, np.float32), float(action), False, False, {}
 
 
 class Box3Env(gym.Env):
@@ -277,6 +305,72 @@ def test_an_info_that_cannot_be_unpickled_is_an_error_for_its_env(batch_size):
     env.close()
 
 
+# -- a signal handler that uses the pool -----------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("call", ["env.reset()", "env.async_reset()", "env.step(np.array([1, 1]))"])
+def test_a_signal_handler_that_uses_the_pool_gets_a_clear_error(call):
+    run = run_script(
+        f"""
+        env = fastvec.make([lambda: Sleepy(1.0)] * 2, num_workers=2)
+        env.reset()
+        caught = []
+
+        def handler(signum, frame):
+            try:
+                {call}
+            except RuntimeError as e:
+                caught.append(str(e))
+
+        signal.signal(signal.SIGUSR1, handler)
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+        obs, reward, *_ = env.step(np.array([1, 2]))  # the handler runs inside this step's wait
+        assert obs.tolist() == [[1], [1]] and reward.tolist() == [1, 2], (obs, reward)
+        assert len(caught) == 1, caught
+        print("caught:", caught[0])
+        obs, reward, *_ = env.step(np.array([3, 0]))
+        assert obs.tolist() == [[2], [2]] and reward.tolist() == [3, 0], (obs, reward)
+        env.close()
+        print("ok")
+    """,
+        timeout=40,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "caught: " in run.stdout and run.stdout.rstrip().endswith("ok")
+    assert "called from a signal handler (or re-entrantly) while this pool waits in recv(); " in run.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_signal_handler_may_close_the_pool():
+    run = run_script(
+        """
+        env = fastvec.make([lambda: Sleepy(3.0)] * 2, num_workers=2, start_method="fork")
+        env.reset()
+        closed = []
+        signal.signal(signal.SIGUSR1, lambda signum, frame: closed.append(env.close()))
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+        start = time.monotonic()
+        try:
+            env.step(np.array([1, 1]))
+        except RuntimeError as e:
+            print("error:", e)
+        assert time.monotonic() - start < 2, time.monotonic() - start
+        assert closed == [None] and env.closed
+        assert not children(), children()
+        try:
+            env.reset()
+        except RuntimeError as e:
+            print("then:", e)
+        print("ok")
+    """,
+        timeout=40,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "error: the pool is closed\n" in run.stdout and "then: the pool is closed\n" in run.stdout
+    assert run.stdout.rstrip().endswith("ok")
+
+
 # -- observations that do not fit the space --------------------------------------------------------
 
 
@@ -394,6 +488,40 @@ def test_a_forked_child_exiting_leaves_the_parents_workers_alone(start_method):
     """)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.rstrip().endswith("ok")
+
+
+# -- close() from another thread -------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("busy", ["step", "recv"])
+def test_close_from_another_thread_makes_the_waiting_call_raise_closed(busy):
+    fds = open_fds()
+    env = fastvec.make(
+        [lambda: Sleepy(3.0)] * 4, batch_size=4 if busy == "step" else 2, start_method="fork", num_workers=2
+    )
+    pids = env.worker_pids
+    if busy == "step":
+        env.reset()
+    else:
+        env.async_reset()
+        env.recv()
+        env.recv()
+        env.send(np.ones(2, np.int64), [0, 2])
+    # Let the workers take the step, so that the wait below is long (3 s) and close() comes in the middle.
+    closer = threading.Timer(0.3, env.close)
+    closer.start()
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"^the pool is closed$"):
+        env.step(np.ones(4, np.int64)) if busy == "step" else env.recv()
+    assert time.perf_counter() - start < 2.0
+    closer.join(5)
+    assert not closer.is_alive()
+    assert env.closed and all(worker_is_gone(p) for p in pids)
+    with pytest.raises(RuntimeError, match=r"^the pool is closed$"):
+        env.reset()
+    del env
+    assert open_fds() <= fds
 
 
 # -- a script without a main guard -----------------------------------------------------------------

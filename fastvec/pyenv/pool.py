@@ -6,6 +6,12 @@ so nothing can leak even if the parent is killed) laid out as the batch
 arrays the caller receives; the parent copies a batch's rows out into fresh
 arrays, so a returned array is never overwritten. Only info dicts and
 tracebacks are pickled, and only when an env produced them.
+
+One caller at a time: every public call holds ``_busy`` (an RLock, so that a signal handler running
+inside a call is told that it re-entered instead of deadlocking); the pool's bookkeeping (``_state``,
+``_in_flight``, ``_comp_tail``, ``_messages``, ...) is read and written only by the holder. ``close()``
+from a signal handler or another thread sets ``_closing`` and wakes the waiting call, which raises
+"the pool is closed"; the resources are released by whoever holds ``_busy`` next.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -131,6 +138,7 @@ class _Resources:
         self.pid = os.getpid()  # the process that owns the workers
         self.procs: list[Any] = []
         self.conns: list[Any] = []
+        self.wake_fds: list[int] = []  # the parent's ends of the wake pipes (also in conns)
         self.mm: mmap.mmap | None = None
         self.buffers: Buffers | None = None
         _live.add(self)
@@ -142,9 +150,15 @@ class _Resources:
             self.procs, self.conns, self.buffers = [], [], None
             return
         procs, self.procs = self.procs, []
-        if self.buffers is not None:
+        if self.buffers is not None:  # the workers run their loop: they exit at the next wake-up
             self.buffers.ctrl[:, SHUTDOWN] = 1
-        for conn in self.conns:  # closing the wake pipes wakes a blocked worker at once
+            for fd in self.wake_fds:  # (a forked worker holds a copy of its pipe's write end: closing ours
+                try:  # would not wake it)
+                    os.write(fd, b"\0")
+                except OSError:
+                    pass
+        self.wake_fds = []
+        for conn in self.conns:  # closing the wake pipes wakes a worker that waits for its layout
             try:
                 conn.close()
             except OSError:
@@ -294,6 +308,10 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.start_method = start_method
         self.entry = None
         self._mode = MODES[autoreset_mode]
+        self._busy = threading.RLock()  # held by the call in progress (see the module docstring)
+        self._depth = 0  # 1 while a call holds _busy: a second acquire by the same thread is re-entry
+        self._closing = False  # close() was called: a waiting call raises "the pool is closed"
+        self._close_on_leave = False  # close() came from a signal handler inside a call: that call closes
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.close)
         self._dead: str | None = None
@@ -339,7 +357,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
-            self._wake_fds: list[int] = []
             for conn in self._wake:
                 try:
                     conn.send(layout)
@@ -347,7 +364,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
                     self._check_workers(wait=0.5, starting="while starting")
                     raise
                 os.set_blocking(conn.fileno(), False)
-                self._wake_fds.append(conn.fileno())
+                self._res.wake_fds.append(conn.fileno())
+            self._wake_fds = list(self._res.wake_fds)
             self._await_startup("ready")
         except BaseException:
             self._res.close()
@@ -371,10 +389,12 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
         ctx = mp.get_context(self.start_method)
         done_r, done_w = ctx.Pipe(duplex=False)
-        self._res.conns.append(done_r)
+        # The parent keeps a write end of the done pipe too: close() from a signal handler or another
+        # thread writes to it to wake the call that waits.
+        self._res.conns += [done_r, done_w]
         self._wake: list[Any] = []
         self._sides: list[Any] = []
-        child_ends = [done_w]
+        child_ends = []
         try:
             for w in range(self.num_workers):
                 wake_r, wake_w = ctx.Pipe(duplex=False)
@@ -396,6 +416,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 conn.close()
         self._done_fd = done_r.fileno()
         os.set_blocking(self._done_fd, False)
+        self._nudge_fd = done_w.fileno()
+        os.set_blocking(self._nudge_fd, False)
         self._side_fds = [c.fileno() for c in self._sides]
         for fd in self._side_fds:
             os.set_blocking(fd, False)
@@ -419,57 +441,93 @@ class PyVectorEnv(gym.vector.VectorEnv):
         ``seed`` as an int seeds env ``i`` with an int drawn from ``SeedSequence(seed).spawn(num_envs)[i]``;
         as a list, env ``i`` is reset with ``seed[i]``.
         """
-        self._check_usable()
-        reset_mask, ids = reset_options(options)
-        if reset_mask is not None or ids is not None:
-            return self._partial_reset(seed, reset_mask, ids)
-        seeds = self._reset_seeds(seed)
-        self._drain()
-        self._send_reset(self._all_ids, seeds)
-        ids, messages = self._collect(self.num_envs)
-        obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
-        return obs, info
+        self._enter("reset")
+        try:
+            reset_mask, ids = reset_options(options)
+            if reset_mask is not None or ids is not None:
+                return self._partial_reset(seed, reset_mask, ids)
+            seeds = self._reset_seeds(seed)
+            self._drain()
+            self._send_reset(self._all_ids, seeds)
+            ids, messages = self._collect(self.num_envs)
+            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
+            return obs, info
+        finally:
+            self._leave()
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every env with ``actions`` (one row per env, env order).
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
         """
-        self._check_usable()
-        if env_id is None and self.batch_size != self.num_envs:
-            raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                             "use send/recv (or step(actions, env_id)) in async mode")
-        if env_id is not None and self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
-            raise ValueError(
-                f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
-                "env ids; make the pool with batch_size < num_envs to step some envs at a time"
-            )
-        self.send(actions, env_id)
-        return self.recv()
+        self._enter("step")
+        try:
+            if env_id is None and self.batch_size != self.num_envs:
+                raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
+                                 "use send/recv (or step(actions, env_id)) in async mode")
+            if env_id is not None and self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
+                raise ValueError(
+                    f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got "
+                    f"{np.size(env_id)} env ids; make the pool with batch_size < num_envs to step some envs at a time"
+                )
+            self._send(actions, env_id)
+            return self._recv()
+        finally:
+            self._leave()
 
     # -- async API --------------------------------------------------------
 
     def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
-        self._check_usable()
-        if env_id is not None:
-            ids = self._check_ids(env_id)
-            if is_int_seed(seed):
-                raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
-            seeds = self._partial_seeds(seed, len(ids))
-            busy = ids[self._state[ids] == _IN_FLIGHT]
-            if len(busy):
-                raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
-            self._send_reset(ids, seeds)
-            return
-        seeds = self._reset_seeds(seed)
-        self._drain()
-        self._send_reset(self._all_ids, seeds)
+        self._enter("async_reset")
+        try:
+            if env_id is not None:
+                ids = self._check_ids(env_id)
+                if is_int_seed(seed):
+                    raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+                seeds = self._partial_seeds(seed, len(ids))
+                busy = ids[self._state[ids] == _IN_FLIGHT]
+                if len(busy):
+                    raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
+                self._send_reset(ids, seeds)
+                return
+            seeds = self._reset_seeds(seed)
+            self._drain()
+            self._send_reset(self._all_ids, seeds)
+        finally:
+            self._leave()
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
-        self._check_usable()
+        self._enter("send")
+        try:
+            self._send(actions, env_id)
+        finally:
+            self._leave()
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
+        self._enter("recv")
+        try:
+            return self._recv()
+        finally:
+            self._leave()
+
+    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
+        (after sending only some) and returns their rows."""
+        self._enter("recv_rest")
+        try:
+            if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
+                raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
+                                   f"env(s) in flight, batch_size {self.batch_size})")
+            ids, messages = self._collect(self._in_flight)
+            return self._result(ids, messages, sort=False)
+        finally:
+            self._leave()
+
+    def _send(self, actions: Any, env_id: Any) -> None:
         ids = self._all_ids if env_id is None else self._check_ids(env_id)
         state = self._state[ids]
         if (state != _IDLE).any() or self._broken[ids].any() or (
@@ -479,9 +537,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._b.op[ids] = OP_STEP
         self._dispatch(ids)
 
-    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
-        self._check_usable()
+    def _recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if self._in_flight < self.batch_size:
             raise RuntimeError(
                 f"recv() would wait forever: {self._in_flight} env(s) are in flight but batch_size is "
@@ -490,16 +546,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
         ids, messages = self._collect(self.batch_size)
         return self._result(ids, messages, sort=self.batch_size == self.num_envs)
 
-    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
-        (after sending only some) and returns their rows."""
-        self._check_usable()
-        if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
-            raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
-                               f"env(s) in flight, batch_size {self.batch_size})")
-        ids, messages = self._collect(self._in_flight)
-        return self._result(ids, messages, sort=False)
-
     def __enter__(self) -> PyVectorEnv:
         return self
 
@@ -507,7 +553,23 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.close()
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._finalizer()
+        """Stops the workers and releases everything; from a signal handler inside a call of this pool, or
+        while another thread's call waits, it makes that call raise "the pool is closed" (promptly: it wakes
+        it), and the resources go once that call is over."""
+        self._closing = True
+        if self._busy.acquire(blocking=False):  # no call in progress, or this thread's (a signal handler's)
+            try:
+                if self._depth:  # re-entered from a signal handler: the call in progress closes on its way out
+                    self._close_on_leave = True
+                    self._nudge()
+                    return
+                self._finalizer()
+            finally:
+                self._busy.release()
+            return
+        self._nudge()  # another thread's call: it wakes, raises and lets go of _busy; then we close
+        with self._busy:
+            self._finalizer()
 
     def __del__(self) -> None:
         finalizer = getattr(self, "_finalizer", None)
@@ -521,11 +583,45 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
 
+    def _enter(self, call: str) -> None:
+        """Starts public call ``call``: takes _busy, or raises if a call is in progress (or the pool unusable)."""
+        if self._busy.acquire(False):
+            if not (self._depth or self.closed or self._closing or self._dead is not None
+                    or os.getpid() != self._res.pid):
+                self._depth = 1
+                return
+            self._busy.release()
+            if self._depth:
+                raise RuntimeError(
+                    f"{call}() called from a signal handler (or re-entrantly) while this pool waits in recv(); the "
+                    "pool serves one call at a time: let the handler set a flag (or raise) and act on it once the "
+                    "call returns, or close() the pool from the handler"
+                )
+        self._check_usable()
+        raise RuntimeError(f"{call}() was called from another thread while a call on this pool is in progress; "
+                           "a pool serves one call at a time")
+
+    def _leave(self) -> None:
+        """Ends a public call; if a signal handler called close() in the meantime, closes the pool now."""
+        self._depth = 0
+        self._busy.release()
+        if self._close_on_leave:
+            with self._busy:
+                self._finalizer()
+
+    def _nudge(self) -> None:
+        """Wakes a call that waits for results (it then sees ``_closing``). Called only while that call
+        holds the resources open, so the fd is still ours."""
+        try:
+            os.write(self._nudge_fd, b"\0")
+        except (OSError, AttributeError):  # the pipe is full (the waiter wakes anyway), or it was never made
+            pass
+
     def _check_usable(self) -> None:
         if os.getpid() != self._res.pid:
             raise RuntimeError(f"this pool was made in process {self._res.pid} and cannot be used after fork "
                                "(its workers serve the parent only); make a new pool in the child process")
-        if self.closed or not self._finalizer.alive:
+        if self.closed or self._closing or not self._finalizer.alive:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:
             raise WorkerDiedError(self._dead)
@@ -701,7 +797,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         Nothing is consumed until every wait is over: results stay in the result rings (a worker never
         overwrites an entry the parent has not taken: each env has at most one request in flight, and a
         ring holds one entry per env) and messages in ``_messages``, so an exception at any blocking
-        point (Ctrl-C, a dead worker) leaves them for the next call.
+        point (Ctrl-C, a dead worker, close()) leaves them for the next call.
         """
         ctrl = self._b.ctrl
         comp_ring = self._b.comp_ring
@@ -714,6 +810,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
             heads = ctrl[:, COMP_HEAD].tolist()
             if sum(heads) - sum(tails) >= n:
                 break
+            if self._closing:
+                raise RuntimeError("the pool is closed")
             if deadline == 0.0:
                 deadline = time.perf_counter() + self._spin
             elif time.perf_counter() > deadline:
@@ -776,14 +874,19 @@ class PyVectorEnv(gym.vector.VectorEnv):
         before it publishes the result, so the first pull finds it; the loop is for a worker that died."""
         self._pull(w)
         while e not in self._messages:
+            if self._closing:
+                raise RuntimeError("the pool is closed")
             ready = wait_readable([self._side_fds[w], self._sentinels[w], self._done_fd], _POLL_SECONDS)
             self._pull(w)
             if e not in self._messages:
                 self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
 
     def _block(self) -> None:
-        """Sleeps until a worker reports something (a result, a message, its death) or a timeout."""
+        """Sleeps until a worker reports something (a result, a message, its death), close() nudges us,
+        or a timeout."""
         ready = wait_readable(self._block_fds, _POLL_SECONDS)
+        if self._closing:
+            raise RuntimeError("the pool is closed")
         if self._done_fd in ready:
             try:
                 os.read(self._done_fd, 65536)
