@@ -490,6 +490,38 @@ def test_a_forked_child_exiting_leaves_the_parents_workers_alone(start_method):
     assert run.stdout.rstrip().endswith("ok")
 
 
+@pytest.mark.timeout(120)
+def test_a_child_forked_while_another_thread_waits_in_the_pool_can_close_it():
+    """The fork copies the pool's lock as held (by a thread the child does not have): the child's close()
+    forgets the parent's workers and returns, its calls raise the after-fork error, the parent goes on."""
+    run = run_script("""
+        env = fastvec.make([lambda: Sleepy(1.0)] * 2, num_workers=2)
+        env.reset()
+        stepper = threading.Thread(target=lambda: print("stepped", env.step(np.array([1, 2]))[1].tolist()))
+        stepper.start()
+        while env._busy.acquire(blocking=False):  # until the thread is inside step(), holding the pool's lock
+            env._busy.release()
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                env.reset()
+            except RuntimeError as e:
+                code = 0 if "after fork" in str(e) else 2
+            env.close()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        stepper.join()
+        obs, reward, *_ = env.step(np.array([3, 0]))
+        assert reward.tolist() == [3, 0]
+        env.close()
+        print("ok")
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "stepped [1.0, 2.0]" in run.stdout and run.stdout.rstrip().endswith("ok")
+
+
 # -- close() from another thread -------------------------------------------------------------------
 
 

@@ -556,6 +556,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
         """Stops the workers and releases everything; from a signal handler inside a call of this pool, or
         while another thread's call waits, it makes that call raise "the pool is closed" (promptly: it wakes
         it), and the resources go once that call is over."""
+        if os.getpid() != self._res.pid:  # a forked child's copy only forgets the parent's workers; it must not
+            self._finalizer()  # wait for _busy, which a thread of the parent may have held at the fork
+            return
         self._closing = True
         if self._busy.acquire(blocking=False):  # no call in progress, or this thread's (a signal handler's)
             try:
