@@ -10,7 +10,9 @@ rows of a batch out into fresh arrays that then belong to the caller.
 from __future__ import annotations
 
 import math
+import os
 import select
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +33,12 @@ OP_RESET = 2
 
 # Per-env result flags (Buffers.flags), written by the worker.
 HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel
-HAS_ERROR = 2  #: the env raised; the traceback is on the worker's side channel
+HAS_ERROR = 2  #: the env raised (or returned what its space cannot hold); the message says what
+
+# A side-channel message: a header (key, payload size), then the pickled payload. The key is the env id
+# for an env's message, so that the parent files it by env without unpickling it; start-up messages
+# (spaces, ready, init_error) carry the key -1 - worker index.
+MESSAGE_HEADER = struct.Struct("<qQ")
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,22 @@ class Buffers:
     def release(self) -> None:
         """Drops every view, so that the mapping can be closed."""
         self.__dict__.clear()
+
+
+def leaf_spaces(space: gym.Space) -> list[gym.Space]:
+    """The leaf spaces of ``space`` in :func:`leaves` order."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for sub in space.spaces.values() for leaf in leaf_spaces(sub)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for sub in space.spaces for leaf in leaf_spaces(sub)]
+    return [space]
+
+
+def send_message(fd: int, key: int, payload: bytes) -> None:
+    """Writes one side-channel message to the (blocking) pipe ``fd``; returns once all of it is in the pipe."""
+    view = memoryview(MESSAGE_HEADER.pack(key, len(payload)) + payload)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _aligned(offset: int) -> int:

@@ -6,16 +6,26 @@ so nothing can leak even if the parent is killed) laid out as the batch
 arrays the caller receives; the parent copies a batch's rows out into fresh
 arrays, so a returned array is never overwritten. Only info dicts and
 tracebacks are pickled, and only when an env produced them.
+
+One caller at a time: every public call holds ``_busy`` (an RLock, so that a signal handler running
+inside a call is told that it re-entered instead of deadlocking); the pool's bookkeeping (``_state``,
+``_in_flight``, ``_comp_tail``, ``_messages``, ...) is read and written only by the holder. ``close()``
+from a signal handler or another thread sets ``_closing`` and wakes the waiting call, which raises
+"the pool is closed"; the resources are released by whoever holds ``_busy`` next.
 """
 
 from __future__ import annotations
 
+import ast
 import mmap
 import multiprocessing as mp
 import os
+import pickle
+import signal
+import sys
+import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +47,7 @@ from fastvec._args import (
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
     COMP_HEAD,
+    MESSAGE_HEADER,
     OP_RESET,
     OP_STEP,
     REQ_HEAD,
@@ -44,6 +55,7 @@ from fastvec.pyenv.layout import (
     Buffers,
     Layout,
     flatten,
+    leaf_spaces,
     leaves,
     unflatten,
     wait_readable,
@@ -69,12 +81,30 @@ def _join_all(procs: list[Any], seconds: float) -> None:
         p.join(max(0.0, deadline - time.monotonic()))
 
 
-def _leaf_spaces(space: gym.Space) -> list[gym.Space]:
-    if isinstance(space, gym.spaces.Dict):
-        return [leaf for sub in space.spaces.values() for leaf in _leaf_spaces(sub)]
-    if isinstance(space, gym.spaces.Tuple):
-        return [leaf for sub in space.spaces for leaf in _leaf_spaces(sub)]
-    return [space]
+def _how(exitcode: int) -> str:
+    if exitcode < 0:
+        try:
+            return f"was killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def _has_main_guard(path: str) -> bool:
+    """Whether the script at ``path`` has a module-level ``if __name__ == "__main__":`` (True when unsure)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            sides = [test.left, test.comparators[0]]
+            if any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides) and any(
+                    isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
+                return True
+    return False
 
 
 def _add_info(infos: dict[str, Any], env_info: dict[str, Any], row: int, size: int) -> dict[str, Any]:
@@ -108,8 +138,10 @@ class _Resources:
         self.pid = os.getpid()  # the process that owns the workers
         self.procs: list[Any] = []
         self.conns: list[Any] = []
+        self.wake_fds: list[int] = []  # the parent's ends of the wake pipes (also in conns)
         self.mm: mmap.mmap | None = None
         self.buffers: Buffers | None = None
+        _live.add(self)
 
     def close(self) -> None:
         if os.getpid() != self.pid:
@@ -118,9 +150,15 @@ class _Resources:
             self.procs, self.conns, self.buffers = [], [], None
             return
         procs, self.procs = self.procs, []
-        if self.buffers is not None:
+        if self.buffers is not None:  # the workers run their loop: they exit at the next wake-up
             self.buffers.ctrl[:, SHUTDOWN] = 1
-        for conn in self.conns:  # closing the wake pipes wakes a blocked worker at once
+            for fd in self.wake_fds:  # (a forked worker holds a copy of its pipe's write end: closing ours
+                try:  # would not wake it)
+                    os.write(fd, b"\0")
+                except OSError:
+                    pass
+        self.wake_fds = []
+        for conn in self.conns:  # closing the wake pipes wakes a worker that waits for its layout
             try:
                 conn.close()
             except OSError:
@@ -147,6 +185,24 @@ class _Resources:
             self.mm = None
 
 
+_live: weakref.WeakSet[_Resources] = weakref.WeakSet()  # the pools of this process, for the fork hook
+
+
+def _forget_parent_workers() -> None:
+    """In a child made by os.fork(): drops the parent's workers from multiprocessing's children, whose
+    exit hook would otherwise terminate them (it terminates every daemon child it knows) when the child
+    exits normally. They serve the parent; the child's copy of a pool only forgets them."""
+    children = getattr(mp.process, "_children", None)
+    if children is None:
+        return
+    for res in list(_live):
+        for p in res.procs:
+            children.discard(p)
+
+
+os.register_at_fork(after_in_child=_forget_parent_workers)
+
+
 def make(
     env_id: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
     num_envs: int | None = None,
@@ -167,6 +223,13 @@ def make(
     ``env_id`` is a gymnasium id (made with ``gymnasium.make(env, **env_kwargs)``), a callable
     returning an env, or a list of callables, one per env (``num_envs`` is then its length).
     """
+    if getattr(mp.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "fastvec.make() was called while a worker process imports the main module: under the spawn and "
+            "forkserver start methods each worker imports the main script, so code at its top level runs "
+            'again there. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
+            "start_method='fork')"
+        )
     env = env_id
     if isinstance(env, str):
         env_id = env.removeprefix("fastvec/")
@@ -238,8 +301,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], *, batch_size: int, num_workers: int,
                  seed: int | None, autoreset_mode: str, max_episode_steps: int | None, start_method: str) -> None:
-        import cloudpickle
-
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
         self.num_workers = self.num_threads = num_workers
@@ -247,81 +308,70 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.start_method = start_method
         self.entry = None
         self._mode = MODES[autoreset_mode]
+        self._busy = threading.RLock()  # held by the call in progress (see the module docstring)
+        self._depth = 0  # 1 while a call holds _busy: a second acquire by the same thread is re-entry
+        self._closing = False  # close() was called: a waiting call raises "the pool is closed"
+        self._close_on_leave = False  # close() came from a signal handler inside a call: that call closes
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.close)
         self._dead: str | None = None
-
-        probe = env_fns[0]()
-        try:
-            obs_space, act_space = probe.observation_space, probe.action_space
-            self.metadata = {**getattr(probe, "metadata", {}), "autoreset_mode": self._mode}
-            self.spec = getattr(probe, "spec", None)
-        finally:
-            probe.close()
-        self.single_observation_space = obs_space
-        self.single_action_space = act_space
-        self.observation_space = batch_space(obs_space, batch_size)
-        self.action_space = batch_space(act_space, batch_size)
-        self.render_mode = None
-        self._act_spaces = _leaf_spaces(act_space)
+        self._messages: dict[int, bytes] = {}  # side-channel payloads received, not yet handed out, by key
 
         bounds = np.linspace(0, n, num_workers + 1).round().astype(int)
         self._lo = bounds[:-1].tolist()
         counts = np.diff(bounds)
-        layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
-                        autoreset_mode == "same_step")
-        self._layout = layout
-        self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
         self._worker_of = np.repeat(np.arange(num_workers), counts).astype(np.int32)
         self._worker_ids = [np.arange(lo, lo + c, dtype=np.int32) for lo, c in zip(self._lo, counts, strict=True)]
+        self._all_groups = [(w, sub, slice(int(sub[0]), int(sub[-1]) + 1)) for w, sub in enumerate(self._worker_ids)]
+        # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
+        # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
+        spare_core = available_cores() > num_workers
+        self._spin = SPIN_SECONDS if spare_core else 0.0
+        config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
+                  "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0}
 
+        # The workers make the envs and report their spaces; only then is the shared memory sized and
+        # mapped (no env constructor runs in this process: one that crashes takes its worker, not us).
         memfd = os.memfd_create("fastvec-pyenv", os.MFD_CLOEXEC)
         try:
+            self._start_workers(env_fns, bounds, memfd, config)
+            spaces = self._await_startup("spaces")
+            obs_space, act_space = spaces[0][1], spaces[0][2]
+            for w, msg in enumerate(spaces[1:], 1):
+                for kind, got, want in (("observation_space", msg[1], obs_space), ("action_space", msg[2], act_space)):
+                    if got != want:
+                        raise ValueError(f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
+                                         "a pool must share its spaces")
+            self.metadata = {**spaces[0][3], "autoreset_mode": self._mode}
+            self.spec = spaces[0][4]
+            self.single_observation_space = obs_space
+            self.single_action_space = act_space
+            self.observation_space = batch_space(obs_space, batch_size)
+            self.action_space = batch_space(act_space, batch_size)
+            self.render_mode = None
+            self._act_spaces = leaf_spaces(act_space)
+            layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
+                            autoreset_mode == "same_step")
+            self._layout = layout
+            self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
-            ctx = mp.get_context(start_method)
-            done_r, done_w = ctx.Pipe(duplex=False)
-            # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
-            # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
-            spare_core = available_cores() > num_workers
-            self._spin = SPIN_SECONDS if spare_core else 0.0
-            config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
-                      "observation_space": obs_space, "action_space": act_space,
-                      "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0}
-            self._wake_fds: list[int] = []
-            self._sides: list[Any] = []
-            child_ends = [done_w]
-            self._res.conns.append(done_r)
-            for w in range(num_workers):
-                wake_r, wake_w = ctx.Pipe(duplex=False)
-                side_r, side_w = ctx.Pipe(duplex=False)
-                lo, hi = int(bounds[w]), int(bounds[w + 1])
-                blob = cloudpickle.dumps(env_fns[lo:hi])
-                proc = ctx.Process(
-                    target=_worker.run, name=f"fastvec-pyenv-{w}", daemon=True,
-                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), layout, wake_r, done_w, side_w, config),
-                )
-                proc.start()
-                self._res.procs.append(proc)
-                self._res.conns += [wake_w, side_r]
-                child_ends += [wake_r, side_w]
-                os.set_blocking(wake_w.fileno(), False)
-                self._wake_fds.append(wake_w.fileno())
-                self._sides.append(side_r)
+            for conn in self._wake:
+                try:
+                    conn.send(layout)
+                except BrokenPipeError:  # the worker died after it reported its spaces
+                    self._check_workers(wait=0.5, starting="while starting")
+                    raise
+                os.set_blocking(conn.fileno(), False)
+                self._res.wake_fds.append(conn.fileno())
+            self._wake_fds = list(self._res.wake_fds)
+            self._await_startup("ready")
         except BaseException:
             self._res.close()
             raise
         finally:
             os.close(memfd)
-        for conn in child_ends:
-            conn.close()
-        self._done_r = done_r
-        self._done_fd = done_r.fileno()
-        os.set_blocking(self._done_fd, False)
-        self._procs = list(self._res.procs)
-        self._sentinels = [p.sentinel for p in self._procs]
-        self._pending: list[deque] = [deque() for _ in range(num_workers)]
         self._req_head = [0] * num_workers
         self._comp_tail = [0] * num_workers
         self._state = np.zeros(n, dtype=np.uint8)
@@ -331,11 +381,50 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._seeds = self._derive_seeds(seed) if seed is not None else None
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
+
+    def _start_workers(self, env_fns: list[Callable[[], gym.Env]], bounds: np.ndarray, memfd: int,
+                       config: dict[str, Any]) -> None:
+        """Starts one process per worker, each with its env constructors, and keeps the parent's pipe ends."""
+        import cloudpickle
+
+        ctx = mp.get_context(self.start_method)
+        done_r, done_w = ctx.Pipe(duplex=False)
+        # The parent keeps a write end of the done pipe too: close() from a signal handler or another
+        # thread writes to it to wake the call that waits.
+        self._res.conns += [done_r, done_w]
+        self._wake: list[Any] = []
+        self._sides: list[Any] = []
+        child_ends = []
         try:
-            self._await_ready()
-        except BaseException:
-            self._res.close()
-            raise
+            for w in range(self.num_workers):
+                wake_r, wake_w = ctx.Pipe(duplex=False)
+                side_r, side_w = ctx.Pipe(duplex=False)
+                self._res.conns += [wake_w, side_r]
+                child_ends += [wake_r, side_w]
+                lo, hi = int(bounds[w]), int(bounds[w + 1])
+                blob = cloudpickle.dumps(env_fns[lo:hi])
+                proc = ctx.Process(
+                    target=_worker.run, name=f"fastvec-pyenv-{w}", daemon=True,
+                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, done_w, side_w, config),
+                )
+                proc.start()
+                self._res.procs.append(proc)
+                self._wake.append(wake_w)
+                self._sides.append(side_r)
+        finally:
+            for conn in child_ends:
+                conn.close()
+        self._done_fd = done_r.fileno()
+        os.set_blocking(self._done_fd, False)
+        self._nudge_fd = done_w.fileno()
+        os.set_blocking(self._nudge_fd, False)
+        self._side_fds = [c.fileno() for c in self._sides]
+        for fd in self._side_fds:
+            os.set_blocking(fd, False)
+        self._side_bufs = [bytearray() for _ in range(self.num_workers)]
+        self._procs = list(self._res.procs)
+        self._sentinels = [p.sentinel for p in self._procs]
+        self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -352,57 +441,93 @@ class PyVectorEnv(gym.vector.VectorEnv):
         ``seed`` as an int seeds env ``i`` with an int drawn from ``SeedSequence(seed).spawn(num_envs)[i]``;
         as a list, env ``i`` is reset with ``seed[i]``.
         """
-        self._check_usable()
-        reset_mask, ids = reset_options(options)
-        if reset_mask is not None or ids is not None:
-            return self._partial_reset(seed, reset_mask, ids)
-        seeds = self._reset_seeds(seed)
-        self._drain()
-        self._send_reset(self._all_ids, seeds)
-        ids = self._collect(self.num_envs)
-        obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
-        return obs, info
+        self._enter("reset")
+        try:
+            reset_mask, ids = reset_options(options)
+            if reset_mask is not None or ids is not None:
+                return self._partial_reset(seed, reset_mask, ids)
+            seeds = self._reset_seeds(seed)
+            self._drain()
+            self._send_reset(self._all_ids, seeds)
+            ids, messages = self._collect(self.num_envs)
+            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
+            return obs, info
+        finally:
+            self._leave()
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every env with ``actions`` (one row per env, env order).
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
         """
-        self._check_usable()
-        if env_id is None and self.batch_size != self.num_envs:
-            raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                             "use send/recv (or step(actions, env_id)) in async mode")
-        if env_id is not None and self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
-            raise ValueError(
-                f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
-                "env ids; make the pool with batch_size < num_envs to step some envs at a time"
-            )
-        self.send(actions, env_id)
-        return self.recv()
+        self._enter("step")
+        try:
+            if env_id is None and self.batch_size != self.num_envs:
+                raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
+                                 "use send/recv (or step(actions, env_id)) in async mode")
+            if env_id is not None and self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
+                raise ValueError(
+                    f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got "
+                    f"{np.size(env_id)} env ids; make the pool with batch_size < num_envs to step some envs at a time"
+                )
+            self._send(actions, env_id)
+            return self._recv()
+        finally:
+            self._leave()
 
     # -- async API --------------------------------------------------------
 
     def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
-        self._check_usable()
-        if env_id is not None:
-            ids = self._check_ids(env_id)
-            if is_int_seed(seed):
-                raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
-            seeds = self._partial_seeds(seed, len(ids))
-            busy = ids[self._state[ids] == _IN_FLIGHT]
-            if len(busy):
-                raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
-            self._send_reset(ids, seeds)
-            return
-        seeds = self._reset_seeds(seed)
-        self._drain()
-        self._send_reset(self._all_ids, seeds)
+        self._enter("async_reset")
+        try:
+            if env_id is not None:
+                ids = self._check_ids(env_id)
+                if is_int_seed(seed):
+                    raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
+                seeds = self._partial_seeds(seed, len(ids))
+                busy = ids[self._state[ids] == _IN_FLIGHT]
+                if len(busy):
+                    raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
+                self._send_reset(ids, seeds)
+                return
+            seeds = self._reset_seeds(seed)
+            self._drain()
+            self._send_reset(self._all_ids, seeds)
+        finally:
+            self._leave()
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
-        self._check_usable()
+        self._enter("send")
+        try:
+            self._send(actions, env_id)
+        finally:
+            self._leave()
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
+        self._enter("recv")
+        try:
+            return self._recv()
+        finally:
+            self._leave()
+
+    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
+        (after sending only some) and returns their rows."""
+        self._enter("recv_rest")
+        try:
+            if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
+                raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
+                                   f"env(s) in flight, batch_size {self.batch_size})")
+            ids, messages = self._collect(self._in_flight)
+            return self._result(ids, messages, sort=False)
+        finally:
+            self._leave()
+
+    def _send(self, actions: Any, env_id: Any) -> None:
         ids = self._all_ids if env_id is None else self._check_ids(env_id)
         state = self._state[ids]
         if (state != _IDLE).any() or self._broken[ids].any() or (
@@ -412,26 +537,14 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._b.op[ids] = OP_STEP
         self._dispatch(ids)
 
-    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
-        self._check_usable()
+    def _recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if self._in_flight < self.batch_size:
             raise RuntimeError(
                 f"recv() would wait forever: {self._in_flight} env(s) are in flight but batch_size is "
                 f"{self.batch_size}; send actions (or async_reset) first"
             )
-        ids = self._collect(self.batch_size)
-        return self._result(ids, sort=self.batch_size == self.num_envs)
-
-    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
-        (after sending only some) and returns their rows."""
-        self._check_usable()
-        if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
-            raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
-                               f"env(s) in flight, batch_size {self.batch_size})")
-        ids = self._collect(self._in_flight)
-        return self._result(ids, sort=False)
+        ids, messages = self._collect(self.batch_size)
+        return self._result(ids, messages, sort=self.batch_size == self.num_envs)
 
     def __enter__(self) -> PyVectorEnv:
         return self
@@ -440,7 +553,26 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.close()
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._finalizer()
+        """Stops the workers and releases everything; from a signal handler inside a call of this pool, or
+        while another thread's call waits, it makes that call raise "the pool is closed" (promptly: it wakes
+        it), and the resources go once that call is over."""
+        if os.getpid() != self._res.pid:  # a forked child's copy only forgets the parent's workers; it must not
+            self._finalizer()  # wait for _busy, which a thread of the parent may have held at the fork
+            return
+        self._closing = True
+        if self._busy.acquire(blocking=False):  # no call in progress, or this thread's (a signal handler's)
+            try:
+                if self._depth:  # re-entered from a signal handler: the call in progress closes on its way out
+                    self._close_on_leave = True
+                    self._nudge()
+                    return
+                self._finalizer()
+            finally:
+                self._busy.release()
+            return
+        self._nudge()  # another thread's call: it wakes, raises and lets go of _busy; then we close
+        with self._busy:
+            self._finalizer()
 
     def __del__(self) -> None:
         finalizer = getattr(self, "_finalizer", None)
@@ -454,11 +586,45 @@ class PyVectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
 
+    def _enter(self, call: str) -> None:
+        """Starts public call ``call``: takes _busy, or raises if a call is in progress (or the pool unusable)."""
+        if self._busy.acquire(False):
+            if not (self._depth or self.closed or self._closing or self._dead is not None
+                    or os.getpid() != self._res.pid):
+                self._depth = 1
+                return
+            self._busy.release()
+            if self._depth:
+                raise RuntimeError(
+                    f"{call}() called from a signal handler (or re-entrantly) while this pool waits in recv(); the "
+                    "pool serves one call at a time: let the handler set a flag (or raise) and act on it once the "
+                    "call returns, or close() the pool from the handler"
+                )
+        self._check_usable()
+        raise RuntimeError(f"{call}() was called from another thread while a call on this pool is in progress; "
+                           "a pool serves one call at a time")
+
+    def _leave(self) -> None:
+        """Ends a public call; if a signal handler called close() in the meantime, closes the pool now."""
+        self._depth = 0
+        self._busy.release()
+        if self._close_on_leave:
+            with self._busy:
+                self._finalizer()
+
+    def _nudge(self) -> None:
+        """Wakes a call that waits for results (it then sees ``_closing``). Called only while that call
+        holds the resources open, so the fd is still ours."""
+        try:
+            os.write(self._nudge_fd, b"\0")
+        except (OSError, AttributeError):  # the pipe is full (the waiter wakes anyway), or it was never made
+            pass
+
     def _check_usable(self) -> None:
         if os.getpid() != self._res.pid:
             raise RuntimeError(f"this pool was made in process {self._res.pid} and cannot be used after fork "
                                "(its workers serve the parent only); make a new pool in the child process")
-        if self.closed or not self._finalizer.alive:
+        if self.closed or self._closing or not self._finalizer.alive:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:
             raise WorkerDiedError(self._dead)
@@ -492,15 +658,21 @@ class PyVectorEnv(gym.vector.VectorEnv):
         return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
     def _check_ids(self, env_id: Any) -> np.ndarray:
+        given = [env_id] if isinstance(env_id, int) else env_id
+        if isinstance(given, (list, tuple)) and all(
+                isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
+            for e in given:  # as Python ints: numpy would make [2**64 - 1, -1] floats, and [2**70] objects
+                if not 0 <= e < self.num_envs:
+                    raise ValueError(f"env_id {e} is out of range [0, {self.num_envs})")
         ids = np.asarray(env_id)
         if ids.ndim == 0:
             ids = ids.reshape(1)
         if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
             raise TypeError(f"env_id must be a 1-D array of env indices, got {ids.dtype} with shape {ids.shape}")
-        ids = ids.astype(np.int32)
-        bad = (ids < 0) | (ids >= self.num_envs)
+        bad = (ids < 0) | (ids >= self.num_envs)  # before the cast to int32, which would wrap 2**32 + 3 to 3
         if bad.any():
             raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {self.num_envs})")
+        ids = ids.astype(np.int32)
         if len(np.unique(ids)) != len(ids):
             values, counts = np.unique(ids, return_counts=True)
             raise ValueError(f"env_id {values[counts > 1][0]} is listed twice")
@@ -586,18 +758,20 @@ class PyVectorEnv(gym.vector.VectorEnv):
         """Appends ``ids`` to their workers' request rings and wakes those workers."""
         b = self._b
         ring = self._layout.ring
-        if ids is self._all_ids:
-            groups = enumerate(self._worker_ids)
+        if ids is self._all_ids:  # (w, its env ids, its rows: a slice, cheaper to assign than the ids)
+            groups = self._all_groups
         else:
             owner = self._worker_of[ids]
-            groups = ((w, ids[owner == w]) for w in np.unique(owner).tolist())
-        for w, sub in groups:
+            groups = ((w, sub, sub) for w in np.unique(owner).tolist() for sub in (ids[owner == w],))
+        for w, sub, rows in groups:  # a worker's envs are in flight from the moment its REQ_HEAD says so
             head = self._req_head[w]
             count = len(sub)
             b.req_ring[w, np.arange(head, head + count) % ring] = sub
             head += count
             self._req_head[w] = head
             b.ctrl[w, REQ_HEAD] = head
+            self._state[rows] = _IN_FLIGHT
+            self._in_flight += count
             try:
                 os.write(self._wake_fds[w], b"\0")
             except BlockingIOError:  # the worker has unread wake-ups already
@@ -605,8 +779,6 @@ class PyVectorEnv(gym.vector.VectorEnv):
             except BrokenPipeError:  # the worker is gone
                 self._check_workers(wait=0.5)
                 raise
-        self._state[ids] = _IN_FLIGHT
-        self._in_flight += len(ids)
 
     def _send_reset(self, ids: np.ndarray, seeds: list[int | None] | None) -> None:
         b = self._b
@@ -621,114 +793,170 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._needs_reset[ids] = False
         self._dispatch(ids)
 
-    def _collect(self, n: int) -> np.ndarray:
-        """Waits for ``n`` more results; the env ids in the order they were taken."""
+    def _collect(self, n: int) -> tuple[np.ndarray, dict[int, bytes]]:
+        """Waits for ``n`` more results; the env ids in the order they were taken, and the side-channel
+        messages of those that have one.
+
+        Nothing is consumed until every wait is over: results stay in the result rings (a worker never
+        overwrites an entry the parent has not taken: each env has at most one request in flight, and a
+        ring holds one entry per env) and messages in ``_messages``, so an exception at any blocking
+        point (Ctrl-C, a dead worker, close()) leaves them for the next call.
+        """
         ctrl = self._b.ctrl
         comp_ring = self._b.comp_ring
+        flags = self._b.flags
         ring = self._layout.ring
         workers = self._layout.num_workers
-        parts: list[tuple[int, np.ndarray]] = []
-        need = n
+        tails = self._comp_tail
         deadline = 0.0
-        start = self._start_worker
         while True:
-            for k in range(workers):
-                w = (start + k) % workers
-                tail = self._comp_tail[w]
-                head = int(ctrl[w, COMP_HEAD])
-                if head > tail:
-                    take = min(head - tail, need)
-                    first = tail % ring
-                    if first + take <= ring:
-                        got = comp_ring[w, first:first + take].copy()
-                    else:
-                        got = comp_ring[w, np.arange(tail, tail + take) % ring]
-                    parts.append((w, got))
-                    self._comp_tail[w] = tail + take
-                    need -= take
-                    if need == 0:
-                        break
-            if need == 0:
+            heads = ctrl[:, COMP_HEAD].tolist()
+            if sum(heads) - sum(tails) >= n:
                 break
+            if self._closing:
+                raise RuntimeError("the pool is closed")
             if deadline == 0.0:
                 deadline = time.perf_counter() + self._spin
             elif time.perf_counter() > deadline:
                 self._block()
+        start = self._start_worker
+        parts: list[tuple[int, int, np.ndarray]] = []
+        need = n
+        for k in range(workers):
+            w = (start + k) % workers
+            tail = tails[w]
+            take = min(heads[w] - tail, need)
+            if take > 0:
+                first = tail % ring
+                if first + take <= ring:
+                    got = comp_ring[w, first:first + take].copy()
+                else:
+                    got = comp_ring[w, np.arange(tail, tail + take) % ring]
+                parts.append((w, take, got))
+                need -= take
+                if need == 0:
+                    break
+        ids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
+        has_message = flags.any() if n == self.num_envs else flags[ids].any()  # (ids: all envs, in some order)
+        flagged = ids[flags[ids] != 0].tolist() if has_message else []
+        for e in flagged:  # a worker sends an env's message before it publishes the result: it is in the pipe
+            if e not in self._messages:
+                self._await_message(int(self._worker_of[e]), e)
+        for w, take, _ in parts:  # hand out: from here on nothing blocks
+            tails[w] += take
         self._start_worker = (start + 1) % workers
         self._in_flight -= n
-        ids = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
         self._state[ids] = _IDLE
-        self._messages: dict[int, tuple] = {}
-        if self._b.flags[ids].any():
-            for w, got in parts:
-                for e in got[self._b.flags[got] != 0].tolist():
-                    msg = self._pending[w].popleft() if self._pending[w] else self._side_recv(w)
-                    if msg[1] != e:
-                        raise RuntimeError(f"internal error: worker {w} sent a message for env {msg[1]}, "
-                                           f"expected env {e}")
-                    self._messages[e] = msg
-        return ids
+        return ids, {e: self._messages.pop(e) for e in flagged}
 
-    def _side_recv(self, w: int) -> tuple:
-        try:
-            return self._sides[w].recv()
-        except (EOFError, OSError):
-            self._check_workers()
-            raise
+    def _pull(self, w: int) -> None:
+        """Reads what worker ``w``'s side pipe holds, without blocking, and files every whole message in
+        ``_messages`` by its key (a part message waits in the worker's buffer for the rest)."""
+        fd, buf = self._side_fds[w], self._side_bufs[w]
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break  # the worker is gone: its sentinel says so
+            buf += chunk
+        start, header = 0, MESSAGE_HEADER.size
+        while len(buf) - start >= header:
+            key, size = MESSAGE_HEADER.unpack_from(buf, start)
+            end = start + header + size
+            if len(buf) < end:
+                break
+            self._messages[key] = bytes(buf[start + header:end])
+            start = end
+        if start:
+            del buf[:start]
+
+    def _await_message(self, w: int, e: int) -> None:
+        """Pulls worker ``w``'s side pipe until env ``e``'s message is in. A worker writes all of a message
+        before it publishes the result, so the first pull finds it; the loop is for a worker that died."""
+        self._pull(w)
+        while e not in self._messages:
+            if self._closing:
+                raise RuntimeError("the pool is closed")
+            ready = wait_readable([self._side_fds[w], self._sentinels[w], self._done_fd], _POLL_SECONDS)
+            self._pull(w)
+            if e not in self._messages:
+                self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
 
     def _block(self) -> None:
-        """Sleeps until a worker reports something (a result, a message, its death) or a timeout."""
-        fds = [self._done_fd, *self._sentinels, *(c.fileno() for c in self._sides)]
-        ready = wait_readable(fds, _POLL_SECONDS)
+        """Sleeps until a worker reports something (a result, a message, its death), close() nudges us,
+        or a timeout."""
+        ready = wait_readable(self._block_fds, _POLL_SECONDS)
+        if self._closing:
+            raise RuntimeError("the pool is closed")
         if self._done_fd in ready:
             try:
                 os.read(self._done_fd, 65536)
             except BlockingIOError:
                 pass
-        for w, conn in enumerate(self._sides):
-            if conn.fileno() in ready:
-                try:
-                    while conn.poll():
-                        self._pending[w].append(conn.recv())
-                except (EOFError, OSError):
-                    pass  # the worker is gone: its sentinel says so
-        self._check_workers(wait=0.05 if set(ready) & set(self._sentinels) else 0.0)
+        for w, fd in enumerate(self._side_fds):
+            if fd in ready:
+                self._pull(w)
+        self._check_workers(wait=0.05 if not ready.isdisjoint(self._sentinels) else 0.0)
 
-    def _check_workers(self, wait: float = 0.0) -> None:
+    def _check_workers(self, wait: float = 0.0, starting: str = "") -> None:
+        """Raises WorkerDiedError if a worker has exited (``starting``: what it was doing, during start-up)."""
         for w, p in enumerate(self._procs):
             if p.exitcode is None and wait:
                 p.join(wait)
             if p.exitcode is not None:
-                code = p.exitcode
-                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 lo, hi = self._lo[w], self._lo[w] + len(self._worker_ids[w])
-                self._dead = (f"worker {w} (pid {p.pid}, envs {lo}..{hi - 1}) {how}; the pool cannot continue, "
-                              "close it and make a new one")
+                what = f"worker {w} (pid {p.pid}, envs {lo}..{hi - 1}) {_how(p.exitcode)}"
+                if starting:
+                    raise WorkerDiedError(f"{what} {starting}{self._main_guard_advice()}")
+                self._dead = f"{what}; the pool cannot continue, close it and make a new one"
                 raise WorkerDiedError(self._dead)
 
-    def _await_ready(self) -> None:
-        waiting = set(range(self.num_workers))
+    def _main_guard_advice(self) -> str:
+        """Under spawn/forkserver, a worker that died during start-up may have run a main script that has
+        no main guard (and so tried to make a pool of its own): then says what to add."""
+        path = getattr(sys.modules.get("__main__"), "__file__", None)
+        if self.start_method == "fork" or not path or _has_main_guard(path):
+            return ""
+        return (f"; {path} has no module-level `if __name__ == \"__main__\":` guard: under start_method="
+                f"{self.start_method!r} every worker imports the main script, whose top-level code then makes a "
+                'pool again. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
+                "start_method='fork')")
+
+    def _await_startup(self, stage: str) -> list[tuple]:
+        """Waits for every worker's start-up message ``stage`` ("spaces", then "ready"); raises a worker's
+        init_error, or a WorkerDiedError naming a worker that dies first."""
+        doing = "while making its envs" if stage == "spaces" else "while starting"
+        got: dict[int, tuple] = {}
+        waiting = list(range(self.num_workers))
         while waiting:
-            ready = mp.connection.wait([self._sides[w] for w in waiting] + self._sentinels, timeout=_POLL_SECONDS)
-            for w in list(waiting):
-                if self._sides[w] in ready:
-                    try:
-                        msg = self._sides[w].recv()
-                    except EOFError:
-                        continue
-                    if msg[0] == "init_error":
-                        kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0],
-                                                                                      RuntimeError)
-                        raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
-                    waiting.discard(w)
-            if waiting:
-                self._check_workers(wait=0.05 if set(ready) & set(self._sentinels) else 0.0)
+            for w in waiting:
+                self._pull(w)
+                blob = self._messages.pop(-1 - w, None)
+                if blob is None:
+                    continue
+                msg = pickle.loads(blob)
+                if msg[0] == "init_error":
+                    kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0], RuntimeError)
+                    raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
+                got[w] = msg
+            waiting = [w for w in waiting if w not in got]
+            if not waiting:
+                break
+            fds = [self._side_fds[w] for w in waiting] + [self._sentinels[w] for w in waiting]
+            ready = wait_readable(fds, _POLL_SECONDS)
+            for w in waiting:
+                if self._sentinels[w] in ready:
+                    self._pull(w)  # it may have said why before it went
+                    if -1 - w not in self._messages:
+                        self._check_workers(wait=0.05, starting=doing)
+        return [got[w] for w in range(self.num_workers)]
 
     def _drain(self) -> None:
         """Waits for every env in flight and drops its results (reset starts over)."""
         if self._in_flight:
             self._collect(self._in_flight)
-        self._messages = {}
 
     def _obs_rows(self, arrays: list[np.ndarray], ids: np.ndarray | None) -> Any:
         values = [a.copy() if ids is None else a[ids] for a in arrays]
@@ -736,10 +964,11 @@ class PyVectorEnv(gym.vector.VectorEnv):
             return values[0]
         return unflatten(self.single_observation_space, values)[0]
 
-    def _result(self, ids: np.ndarray, sort: bool, *, stepped: bool = True
+    def _result(self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, *, stepped: bool = True
                 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """The batch rows of ``ids`` (every env when ``sort``) as step results; after a reset
-        (``stepped=False``) no env reports a finished episode, whatever its row last held."""
+        """The batch rows of ``ids`` (every env when ``sort``) as step results, with the infos (or the first
+        error, as an EnvError) of ``messages``; after a reset (``stepped=False``) no env reports a finished
+        episode, whatever its row last held."""
         b = self._b
         rows: np.ndarray | None
         if sort:
@@ -769,24 +998,36 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if self._mode == AutoresetMode.DISABLED:
             self._needs_reset[env_id] = terminated | truncated
         error = None
-        if self._messages:
-            position = {e: r for r, e in enumerate(env_id.tolist())}
-            for e, msg in self._messages.items():
-                r = position[e]
-                if msg[0] == "error":
+        if messages:
+            for r, e in enumerate(env_id.tolist()):  # in row order: the first error reported is the first row's
+                blob = messages.get(e)
+                if blob is None:
+                    continue
+                try:
+                    msg = pickle.loads(blob)
+                except Exception as exc:  # a value the worker could pickle and this process cannot rebuild
+                    msg = ("bad_info", f"{type(exc).__name__}: {exc}")
+                if msg[0] != "info":
                     self._broken[e] = True
                     if error is None:
-                        error = f"env {e} raised: {msg[2]}\n\ntraceback in the worker:\n{msg[3]}"
+                        error = self._error_text(e, msg)
                     continue
-                _, _, env_info, final_info = msg
+                _, env_info, final_info = msg
                 if env_info:
                     _add_info(info, env_info, r, size)
                 if final_info:
                     _add_info(info["final_info"], final_info, r, size)
-            self._messages = {}
         if error is not None:
             raise EnvError(error)
         return obs, reward, terminated, truncated, info
+
+    @staticmethod
+    def _error_text(e: int, msg: tuple) -> str:
+        if msg[0] == "error":
+            return f"env {e} raised: {msg[1]}\n\ntraceback in the worker:\n{msg[2]}"
+        if msg[0] == "bad_obs":
+            return f"env {e}: {msg[1]}"
+        return f"env {e}: its info could not be unpickled in the parent: {msg[1]}"
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
@@ -800,9 +1041,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
                 e = int(np.flatnonzero(fresh)[0])
                 raise RuntimeError(f"env {e} has never been reset; a partial reset needs every other env reset once")
         self._send_reset(ids, seeds)
-        self._collect(len(ids))
+        _, messages = self._collect(len(ids))
         if reset_mask is not None:
-            obs, _, _, _, info = self._result(ids, sort=True, stepped=False)
+            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
             return obs, info
-        obs, _, _, _, info = self._result(ids, sort=False, stepped=False)
+        obs, _, _, _, info = self._result(ids, messages, sort=False, stepped=False)
         return obs, info

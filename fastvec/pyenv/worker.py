@@ -1,5 +1,10 @@
 """The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
 
+Start-up: the worker makes its envs, checks that they share their spaces and sends the first one's
+spaces, metadata and spec to the parent over its side channel (so that no env constructor ever runs in
+the parent: one that crashes takes only its worker down). The parent compares the workers' spaces, sizes
+the shared mapping and sends the :class:`Layout` over the wake pipe; the worker maps it and says "ready".
+
 Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
 writes an env's action row and op code, appends the env id to this worker's
 request ring and advances ``REQ_HEAD``, then writes one byte to the wake
@@ -7,8 +12,8 @@ pipe. The worker steps the env, writes its result row, appends the env id to
 its result ring, advances ``COMP_HEAD`` and writes one byte to the shared
 done pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
-never the only record of work. Info dicts and tracebacks (rare) go over the
-side channel, in result order, before the result is published.
+never the only record of work. Info dicts and errors (rare) go over the
+side channel, keyed by env id, and are entirely in the pipe before the result is published.
 
 Each side writes its data before the counter that publishes it and reads the
 counter before the data; that is enough on x86 (stores are seen in program
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import pickle
 import signal
 import time
 import traceback
@@ -37,7 +43,10 @@ from fastvec.pyenv.layout import (
     SHUTDOWN,
     Buffers,
     Layout,
+    Leaf,
     flatten,
+    leaf_spaces,
+    send_message,
     unflatten,
     wait_readable,
 )
@@ -60,62 +69,114 @@ def _rebuild_fd(dup: Any) -> SharedFd:
     return SharedFd(dup.detach())
 
 
+class BadObservation(ValueError):
+    """An env returned an observation its observation_space cannot hold; the message says what and where."""
+
+
 def _loads(blob: bytes) -> Any:
     import cloudpickle
 
     return cloudpickle.loads(blob)
 
 
-def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, layout: Layout,
-        wake_r: Any, done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+def _spaces_message(env: Any) -> bytes:
+    """What the parent needs of the first env: its spaces, metadata and spec (cloudpickled: a spec's entry
+    point may be a lambda; a spec that cannot be pickled at all is left out)."""
+    import cloudpickle
+
+    metadata = dict(getattr(env, "metadata", None) or {})
+    spec = getattr(env, "spec", None)
+    try:
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec))
+    except Exception:
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None))
+
+
+def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, wake_r: Any, done_w: Any,
+        side_w: Any, config: dict[str, Any]) -> None:
     """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
+    side_fd = side_w.fileno()
+    key = -1 - index  # the key of this worker's start-up messages
+    envs: list = []
     try:
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
-        for k, env in enumerate(envs):
+        for k, env in enumerate(envs[1:], 1):
             for kind in ("observation_space", "action_space"):
-                got, want = getattr(env, kind), config[kind]
+                got, want = getattr(env, kind), getattr(envs[0], kind)
                 if got != want:
                     raise ValueError(
-                        f"env {lo + k} has {kind} {got}, but env 0 has {want}: every env of a pool must share "
+                        f"env {lo + k} has {kind} {got}, but env {lo} has {want}: every env of a pool must share "
                         "its spaces"
                     )
+        send_message(side_fd, key, _spaces_message(envs[0]))
+        layout = _receive_layout(wake_r)
+        if layout is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
+            _close_envs(envs)
+            return
+        mm = mmap.mmap(memfd.fd, layout.size)
+        os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
-        side_w.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        try:
+            send_message(side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}",
+                                                     traceback.format_exc())))
+        except OSError:  # the parent gave up on the pool already (another worker failed first)
+            pass
+        _close_envs(envs)
         return
-    mm = mmap.mmap(memfd.fd, layout.size)
-    os.close(memfd.fd)
     buffers = Buffers(layout, mm)
-    side_w.send(("ready", os.getpid()))
+    send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
-        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_w, config).loop()
+        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_fd, config).loop()
     finally:
-        for env in envs:
-            try:
-                env.close()
-            except Exception:
-                pass
+        _close_envs(envs)
         buffers.release()
         mm.close()
 
 
+def _receive_layout(wake_r: Any) -> Layout | None:
+    """The layout the parent sends over the wake pipe once every worker has made its envs; None if the
+    parent closed the pipe or died instead."""
+    parent = parent_process()
+    fds = [wake_r.fileno()] if parent is None else [wake_r.fileno(), parent.sentinel]
+    while True:
+        ready = wait_readable(fds, 1.0)
+        if parent is not None and parent.sentinel in ready:
+            return None
+        if ready:
+            try:
+                return wake_r.recv()
+            except EOFError:
+                return None
+
+
+def _close_envs(envs: list) -> None:
+    for env in envs:
+        try:
+            env.close()
+        except Exception:
+            pass
+
+
 class _Worker:
     def __init__(self, index: int, lo: int, envs: list, b: Buffers, layout: Layout, wake_r: Any,
-                 done_w: Any, side_w: Any, config: dict[str, Any]) -> None:
+                 done_w: Any, side_fd: int, config: dict[str, Any]) -> None:
         self.index, self.lo, self.envs, self.b = index, lo, envs, b
         self.ring = layout.ring
         self.wake_fd = wake_r.fileno()
         self.done_fd = done_w.fileno()
         os.set_blocking(self.done_fd, False)
-        self.side = side_w
+        self.side_fd = side_fd
         self.keep = (wake_r, done_w)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
-        self.obs_space = config["observation_space"]
-        self.act_space = config["action_space"]
+        self.obs_space = envs[0].observation_space
+        self.act_space = envs[0].action_space
+        self.obs_leaves = list(zip(layout.obs, leaf_spaces(self.obs_space), strict=True))
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
+        self.obs_shape = layout.obs[0].shape
         self.simple_act = len(b.act) == 1 and not layout.act[0].path
         self.act_scalar = [leaf.scalar for leaf in layout.act]
         n = len(envs)
@@ -186,7 +247,7 @@ class _Worker:
                 self.elapsed[k] = 0
                 self.ret[k] = 0.0
                 self.needs_reset[k] = False
-                self._write_obs(b.obs, e, obs)
+                self._write_obs(b.obs, e, obs, "reset")
                 b.reward[e] = 0.0
                 b.terminated[e] = False
                 b.truncated[e] = False
@@ -206,17 +267,17 @@ class _Worker:
                 b.episode_return[e] = self.ret[k]
                 b.episode_length[e] = self.elapsed[k]
                 if self.mode == "same_step":
-                    self._write_obs(b.final_obs, e, obs)
+                    self._write_obs(b.final_obs, e, obs, "step")
                     final_info = info
                     obs, info = env.reset()
                     self.elapsed[k] = 0
                     self.ret[k] = 0.0
-                    self._write_obs(b.obs, e, obs)
+                    self._write_obs(b.obs, e, obs, "reset")
                     if info or final_info:
                         self._send_info(e, info, final_info)
                     return
                 self.needs_reset[k] = True
-            self._write_obs(b.obs, e, obs)
+            self._write_obs(b.obs, e, obs, "step")
             if info:
                 self._send_info(e, info, None)
         except Exception as exc:  # re-raised in the parent, naming the env
@@ -226,7 +287,11 @@ class _Worker:
             b.truncated[e] = False
             b.done[e] = False
             self.needs_reset[k] = False
-            self.side.send(("error", e, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            if isinstance(exc, BadObservation):
+                message = ("bad_obs", str(exc))
+            else:
+                message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _action(self, e: int) -> Any:
         if self.simple_act:
@@ -235,13 +300,47 @@ class _Worker:
         values = [a[e] if scalar else a[e].copy() for a, scalar in zip(self.b.act, self.act_scalar, strict=True)]
         return unflatten(self.act_space, values)[0]
 
-    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any) -> None:
+    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any, where: str) -> None:
+        """Writes ``obs`` (what the env's ``where``() returned) into row ``e``; a BadObservation unless every
+        leaf has its space's shape (numpy assignment would broadcast a (1,) array or a scalar over the row)."""
         if self.simple_obs:
+            if getattr(obs, "shape", None) != self.obs_shape:  # the one check on the hot path
+                self._check_leaf(self.obs_leaves[0], obs, where)
             arrays[0][e] = obs
             return
-        for array, value in zip(arrays, flatten(self.obs_space, obs, []), strict=True):
+        try:
+            values = flatten(self.obs_space, obs, [])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadObservation(f"{where}() returned an observation that does not fit observation_space "
+                                 f"{self.obs_space}: {type(exc).__name__}: {exc}") from None
+        for array, (leaf, space), value in zip(arrays, self.obs_leaves, values, strict=True):
+            if getattr(value, "shape", None) != leaf.shape:
+                self._check_leaf((leaf, space), value, where)
             array[e] = value
+
+    def _check_leaf(self, leaf_space: tuple[Leaf, Any], value: Any, where: str) -> None:
+        """Passes a value without a ``shape`` (a Python number, a list) that fits the leaf; raises otherwise."""
+        leaf, space = leaf_space
+        if leaf.scalar and isinstance(value, (int, np.integer)):
+            return
+        what = "None"
+        if value is not None:
+            try:
+                arr = np.asarray(value)
+            except ValueError:  # a ragged list
+                arr = np.asarray(value, dtype=object)
+            if arr.shape == leaf.shape and arr.dtype.kind in "biuf":
+                return
+            shown = " ".join(repr(value).split())  # on one line
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            kind = f"of shape {arr.shape}" if arr.shape != leaf.shape else f"of dtype {arr.dtype}"
+            what = f"{kind} ({shown})"
+        if leaf.path:
+            name = "obs" + "".join(f"[{key!r}]" for key in leaf.path)
+            raise BadObservation(f"{where}() returned {name} {what} for {space}, which needs shape {leaf.shape}")
+        raise BadObservation(f"{where}() returned an observation {what} for observation_space {space}, which "
+                             f"needs shape {leaf.shape}")
 
     def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
         self.b.flags[e] = HAS_INFO
-        self.side.send(("info", e, info, final_info))
+        send_message(self.side_fd, e, pickle.dumps(("info", info, final_info), pickle.HIGHEST_PROTOCOL))
