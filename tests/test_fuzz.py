@@ -1,8 +1,8 @@
 """Stateful fuzzing of both pools: random sequences of make / reset / step / async_reset / send / recv /
 recv_rest / close with valid and invalid arguments, checked against a model of every env's state.
 
-The model knows, for each env, whether it was never reset, is idle, has an action staged (the native
-pool dispatches whole blocks of ``block_size`` envs) or is in flight, whether its next row is a reset,
+The model knows, for each env, whether it was never reset, is idle or is in flight (a send puts the envs it
+names in flight, also some envs of one of the native pool's blocks), whether its next row is a reset,
 how many steps its episode has run and whether that episode ended. So every call is known in advance
 to be valid (it must succeed) or invalid (it must raise one of the exceptions that fit its mistakes:
 ValueError, TypeError or RuntimeError, never anything else), and every result is checked: observations
@@ -63,7 +63,7 @@ CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
 DOCUMENTED = (ValueError, TypeError, RuntimeError, EnvError, fastvec._core.EnvError)
 
-FRESH, IDLE, STAGED, IN_FLIGHT = 0, 1, 2, 3
+FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
 CLASSIC_IDS = ("CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "Pendulum-v1")
 CLASSIC_OPTIONS = {
@@ -135,7 +135,6 @@ class Model:
         self.native = native
         self.n = env.num_envs
         self.batch = env.batch_size
-        self.block = env.block_size if native else 1
         self.sync = self.batch == self.n
         self.mode = mode
         self.limit = env.max_episode_steps
@@ -157,14 +156,13 @@ class Model:
             ok &= ~self.ended
         return ok
 
-    def stage(self, ids: np.ndarray, reset: bool) -> None:
-        self.state[ids] = STAGED
+    def send(self, ids: np.ndarray, reset: bool) -> None:
+        """The envs sent are in flight: a block sent for some of its envs runs for those only."""
+        self.state[ids] = IN_FLIGHT
         self.resetting[ids] = reset
-        blocks = self.state.reshape(-1, self.block)
-        blocks[(blocks == STAGED).all(axis=1)] = IN_FLIGHT
 
     def drain(self) -> None:
-        self.state[(self.state == STAGED) | (self.state == IN_FLIGHT)] = IDLE
+        self.state[self.state == IN_FLIGHT] = IDLE
 
 
 # -- argument strategies -----------------------------------------------------------------------
@@ -200,7 +198,7 @@ def check_obs(space: gym.Space, obs: Any, rows: int, what: str) -> None:
 def seeds_valid(n: int) -> st.SearchStrategy:
     one = st.integers(0, 2**64 - 1)
     return st.one_of(
-        st.none(), one, one.map(np.uint64),
+        st.none(), one, one.map(np.uint64), one.map(lambda s: np.array(s, np.uint64)),  # a 0-d array is an int
         st.lists(st.one_of(st.none(), one), min_size=n, max_size=n),
         st.lists(st.integers(0, 2**62), min_size=n, max_size=n).map(lambda s: np.array(s, np.int64)),
     )
@@ -211,7 +209,8 @@ def seeds_invalid(n: int) -> st.SearchStrategy:
     """(seed, errors): one mistake each."""
     return st.sampled_from([
         (-1, {ValueError}), (2**64, {ValueError}), (1.5, {TypeError}), ("7", {TypeError}), (True, {TypeError}),
-        (b"12", {TypeError}), ({"a": 1}, {TypeError}), ([0] * (n + 1), {ValueError}), ([1.5] * n, {TypeError}),
+        (b"12", {TypeError}), ({"a": 1}, {TypeError}), (np.array(1.5), {TypeError}), ([0] * (n + 1), {ValueError}),
+        ([1.5] * n, {TypeError}),
         ([-1] * n, {ValueError}), ([None] * (n - 1) + [2**64], {ValueError}), (["x"] * n, {TypeError}),
     ])
 
@@ -245,9 +244,16 @@ def _float_rows(size: int, wide: bool) -> st.SearchStrategy:
 DISCRETE_FORMS = st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "list"])
 BOX_FORMS = st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"])
 BAD_DISCRETE = st.sampled_from(["short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge",
-                                "bool", "ragged"])
+                                "uint64", "bool", "ragged", "tensor"])
 BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool",
-                           "scalar"])
+                           "scalar", "tensor"])
+
+
+def _grad_tensor(rows: int, native: bool) -> tuple[Any, set]:
+    """A torch tensor that requires grad: numpy cannot take it (the message says .detach())."""
+    import torch
+
+    return torch.zeros(max(rows, 1), requires_grad=True), {TypeError} if native else {TypeError, RuntimeError}
 
 
 def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool,
@@ -285,6 +291,14 @@ def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, nativ
             bad = good.copy()
             bad[row] = {"low": lo - 1, "high": lo + k, "huge": 2**40}[kind]
             return bad, {ValueError}
+        if kind == "uint64":  # not to be read as -1
+            if rows == 0:
+                return np.zeros(1, np.uint64), {ValueError}
+            bad = good.astype(np.uint64)
+            bad[row] = 2**64 - 1
+            return bad, {ValueError}
+        if kind == "tensor":
+            return _grad_tensor(rows, native)
         if kind == "bool":
             # Native: a bool array is not an integer array. The Python-env pool takes bools as 0/1.
             return np.ones(rows, bool), ({TypeError} if native else set())
@@ -308,6 +322,8 @@ def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, nativ
         return arr.astype(np.float64 if form == "float64" else np.float32), set()
     kind = data.draw(BAD_BOX, label="bad actions")
     good = np.zeros(shape, np.float32)
+    if kind == "tensor":
+        return _grad_tensor(rows, native)
     if kind in ("nan", "inf", "-inf", "overflow"):
         if rows == 0:
             return np.zeros((1, *space.shape), np.float32), {ValueError}
@@ -591,7 +607,7 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         bad = data.draw(st.sampled_from([
             "unknown key", "both keys", "mask list", "mask int", "mask shape", "mask empty", "id range", "id twice",
-            "id float", "id 2-D", "not a dict",
+            "id float", "id 2-D", "not a dict", "a str",
         ]), label="bad options")
         full = np.ones(m.n, bool)
         options, errors = {
@@ -605,9 +621,10 @@ class PoolMachine(RuleBasedStateMachine):
             "id twice": ({"env_id": [0, 0]}, {ValueError}),
             "id float": ({"env_id": [0.0]}, {TypeError}),
             "id 2-D": ({"env_id": [[0]]}, {TypeError}),
-            "not a dict": ([("colour", 1, 2)], {TypeError, ValueError}),
+            "not a dict": ([("colour", 1, 2)], {TypeError}),
+            "a str": ("abc", {TypeError}),
         }[bad]
-        if not m.sync and bad != "not a dict":
+        if not m.sync and bad not in ("not a dict", "a str"):
             errors = errors | {ValueError}  # partial resets need batch_size == num_envs, checked first
         what = f"reset(options={_short(options)})"
         self._call(what, lambda: self.env.reset(options=options), self._closed_errors(errors))
@@ -676,9 +693,7 @@ class PoolMachine(RuleBasedStateMachine):
         others[listed] = False
         if not m.sync:
             errors.add(ValueError)
-        elif self.native and ((m.state == STAGED) | (m.state == IN_FLIGHT)).any():
-            errors.add(RuntimeError)
-        elif not self.native and m.in_flight:
+        elif m.in_flight:
             errors.add(RuntimeError)
         elif (m.state[others] == FRESH).any() and (self.native or mask is not None):
             errors.add(RuntimeError)  # a partial reset needs the others reset once (native: with env_id too)
@@ -708,7 +723,7 @@ class PoolMachine(RuleBasedStateMachine):
         if errors or m.closed:
             self._call(what, lambda: self.env.step(actions, env_id), self._closed_errors(errors))
             return
-        m.stage(ids, reset=False)
+        m.send(ids, reset=False)
         if m.in_flight < m.batch:  # the send happens, then recv refuses to wait forever
             self._call(what, lambda: self.env.step(actions, env_id), {RuntimeError})
             return
@@ -739,8 +754,8 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
         form = data.draw(st.sampled_from(["int32", "int64", "uint16", "list"]), label="ids form")
-        kind = data.draw(st.sampled_from(["busy", "busy", "range", "negative", "twice", "float", "2-D"]),
-                         label="bad env_id")
+        kind = data.draw(st.sampled_from(["busy", "busy", "range", "negative", "twice", "float", "2-D", "wraps",
+                                          "uint64"]), label="bad env_id")
         sendable = m.sendable()
         if valid:
             ids = np.flatnonzero(pick & sendable)
@@ -755,7 +770,9 @@ class PoolMachine(RuleBasedStateMachine):
             return ids.tolist(), len(ids)
         first = int(np.argmax(sendable))
         return {"busy": ([m.n], 1), "range": ([m.n], 1), "negative": ([-1], 1), "twice": ([first, first], 2),
-                "float": (np.array([float(first)]), 1), "2-D": (np.array([[first]]), 1)}[kind]
+                "float": (np.array([float(first)]), 1), "2-D": (np.array([[first]]), 1),
+                "wraps": ([2**32 + first], 1),  # not env `first` modulo 2**32
+                "uint64": (np.array([2**64 - 1], np.uint64), 1)}[kind]
 
     @rule(data=st.data())
     def step(self, data):
@@ -811,7 +828,7 @@ class PoolMachine(RuleBasedStateMachine):
         what = f"send({_short(actions)}, {_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.send(actions, env_id), self._closed_errors(errors))
         if ok:
-            m.stage(np.arange(m.n) if all_envs else np.asarray(env_id, dtype=np.int64).reshape(-1), reset=False)
+            m.send(np.arange(m.n) if all_envs else np.asarray(env_id, dtype=np.int64).reshape(-1), reset=False)
         else:
             self._follow_up()
 
@@ -878,11 +895,11 @@ class PoolMachine(RuleBasedStateMachine):
                 self._recv_rest("recv_rest()")
             elif m.sync and len(sendable) == m.n:
                 self._step(actions, None, set(), f"step({_short(actions)})")
-            elif not m.sync and len(sendable) and m.in_flight + m.block * len(sendable) >= m.batch:
+            elif not m.sync and len(sendable) and m.in_flight + len(sendable) >= m.batch:
                 ids = sendable if send_all else sendable[first % len(sendable):]
                 some = actions[ids] if isinstance(actions, np.ndarray) else [actions[e] for e in ids]
                 self._call(f"send({_short(some)}, {ids.tolist()})", lambda a=some, i=ids: self.env.send(a, i), set())
-                m.stage(ids, reset=False)
+                m.send(ids, reset=False)
             elif not m.sync and m.in_flight:
                 self._recv_rest("recv_rest()")
             elif m.sync and m.mode == "disabled" and (m.state == IDLE).all() and m.ended.any():
@@ -892,7 +909,7 @@ class PoolMachine(RuleBasedStateMachine):
             else:
                 self._call("async_reset()", self.env.async_reset, set())
                 m.drain()
-                m.stage(np.arange(m.n), reset=True)
+                m.send(np.arange(m.n), reset=True)
 
     # -- threads (native pools are documented to be safe to call from several threads) -----------
 
@@ -989,7 +1006,7 @@ class PoolMachine(RuleBasedStateMachine):
             ok, _ = self._call(what, lambda: self.env.async_reset(seed=seed), self._closed_errors(set(errors)))
             if ok:
                 m.drain()
-                m.stage(np.arange(m.n), reset=True)
+                m.send(np.arange(m.n), reset=True)
             else:
                 self._follow_up()
             return
@@ -1019,7 +1036,7 @@ class PoolMachine(RuleBasedStateMachine):
         what = f"async_reset(seed={_short(seed)}, env_id={_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.async_reset(seed=seed, env_id=env_id), self._closed_errors(errors))
         if ok:
-            m.stage(np.asarray(env_id, np.int64).reshape(-1), reset=True)
+            m.send(np.asarray(env_id, np.int64).reshape(-1), reset=True)
         else:
             self._follow_up()
 
