@@ -84,7 +84,7 @@ class LoopBaseline:
 
         self._rate = _core.atari_loop_rate
         self._options = {k: float(v) for k, v in ATARI.items()}
-        self._strings = {"rom": str(fastvec.registry.rom_path(GAME))}
+        self._strings = {"rom": str(fastvec.roms.rom_path(GAME))}
         self._preprocess = preprocess
         self._estimate = 1000.0
 

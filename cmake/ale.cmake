@@ -7,7 +7,8 @@
 # Otherwise pip downloads it into the build tree. Either way its SHA-256 is
 # checked against the pinned one.
 
-set(FASTVEC_ALE_VERSION 0.12.1)
+# FASTVEC_ALE_VERSION comes from pyproject.toml's pin (CMakeLists.txt); this is
+# the SHA-256 of that release's sdist on PyPI.
 set(FASTVEC_ALE_SHA256 c503d574c5983e1063b451201ccb779d935919c0f6bf116fb0f4f8aa4c86d249)
 set(FASTVEC_ALE_SDIST "$ENV{FASTVEC_ALE_SDIST}" CACHE FILEPATH
     "Path to ale_py-${FASTVEC_ALE_VERSION}.tar.gz (downloaded with pip when empty)")

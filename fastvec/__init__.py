@@ -7,11 +7,34 @@
 (8, 4)
 """
 
-from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv
-from fastvec.registry import list_envs, register_gymnasium_envs
-from fastvec.vector import VectorEnv, make
+def _check_compiled_module() -> None:
+    """fastvec imported from its source tree (no compiled module there) says so, and what to do instead."""
+    import glob
+    import importlib.util
+    import os
 
-__all__ = ["VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec", "tianshou_venv"]
+    if importlib.util.find_spec("fastvec._core") is not None:
+        return
+    here = os.path.dirname(__file__)
+    if glob.glob(os.path.join(here, "_core*.so")):
+        return  # a module is there: let its own import error speak
+    raise ImportError(
+        f"fastvec was imported from {here}, a directory without its compiled module (fastvec._core): most likely "
+        "fastvec's source tree, which Python put ahead of the installed fastvec because it is the current "
+        "directory (or, for a Ray worker, the driver's). Run from another directory, or install fastvec in "
+        'editable mode in the checkout: pip install --no-build-isolation -e . (see the README, "For development")'
+    )
+
+
+_check_compiled_module()
+
+from fastvec._core import EnvError  # noqa: E402
+from fastvec._gymnasium import register_gymnasium_envs  # noqa: E402
+from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv  # noqa: E402
+from fastvec.registry import list_envs  # noqa: E402
+from fastvec.vector import VectorEnv, make  # noqa: E402
+
+__all__ = ["EnvError", "VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec", "tianshou_venv"]
 __version__ = "0.1.0"
 
 register_gymnasium_envs()

@@ -92,3 +92,29 @@ def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int, seed: Any
     if is_int_seed(seed):
         raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
     return ids
+
+
+def check_env_ids(env_id: Any, num_envs: int) -> np.ndarray:
+    """``env_id`` (an int, a list or a 1-D array of env indices) as int32, each in [0, num_envs) and listed once;
+    a TypeError or ValueError with the value as given otherwise."""
+    given = [env_id] if isinstance(env_id, int) else env_id
+    if isinstance(given, (list, tuple)) and all(
+            isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
+        for e in given:  # as Python ints: numpy would make [2**64 - 1, -1] floats, and [2**70] objects
+            if not 0 <= e < num_envs:
+                raise ValueError(f"env_id {e} is out of range [0, {num_envs})")
+    ids = np.asarray(env_id)
+    if ids.size == 0:
+        ids = ids.astype(np.int64)  # [] is float64 to numpy
+    if ids.ndim == 0:
+        ids = ids.reshape(1)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise TypeError(f"env_id must be a 1-D array of env indices, got {ids.dtype} with shape {ids.shape}")
+    bad = (ids < 0) | (ids >= num_envs)  # before the cast to int32, which would wrap 2**32 + 3 to 3
+    if bad.any():
+        raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {num_envs})")
+    ids = ids.astype(np.int32)
+    if len(np.unique(ids)) != len(ids):
+        values, counts = np.unique(ids, return_counts=True)
+        raise ValueError(f"env_id {values[counts > 1][0]} is listed twice")
+    return ids

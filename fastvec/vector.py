@@ -1,10 +1,18 @@
-"""fastvec.VectorEnv: a gymnasium VectorEnv over the native pool."""
+"""fastvec.VectorEnv: the one gymnasium VectorEnv of fastvec, over either backend.
+
+Two backends implement the same small protocol (:class:`Backend`): the native pool
+(``fastvec._core.Pool``, C++ threads) and the Python-env pool (:class:`fastvec.pyenv.pool.PyEnvPool`,
+worker processes). Each owns its envs' states and checks the calls that depend on them (actions, env ids,
+which env may be sent or reset); both return :class:`fastvec._core.Result` batches. Everything above that
+is written here once: ``make``'s routing, the arguments of reset, seeding, partial resets, the sync/async
+rules of ``step``, and the info dict gymnasium's vector envs build.
+"""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -16,16 +24,54 @@ from fastvec._args import (
     MODES,
     autoreset_mode_name,
     available_cores,
+    check_env_ids,
     check_int,
     check_seed,
     is_int_seed,
     partial_reset_ids,
     reset_options,
 )
-from fastvec.registry import EnvEntry, lookup, rom_path
+from fastvec.registry import EnvEntry, lookup
+from fastvec.roms import rom_path
 
 if TYPE_CHECKING:
-    from fastvec.pyenv import PyVectorEnv
+    from fastvec.pyenv import PyEnvPool
+
+Seed = int | Sequence[int | None] | None
+
+
+class Backend(Protocol):
+    """What a pool gives the façade. Calls come from one thread at a time per pool, or are serialised by it."""
+
+    @property
+    def num_envs(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def num_threads(self) -> int: ...
+    @property
+    def block_size(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def step(self, actions: Any) -> _core.Result:
+        """Steps every env of a sync pool; rows in env order."""
+    def send(self, actions: Any, env_id: Any) -> None:
+        """Queues a step of each env in ``env_id`` (every env if None)."""
+    def recv(self) -> _core.Result:
+        """The first ``batch_size`` envs to finish (every env in env order, in a sync pool)."""
+    def recv_rest(self) -> _core.Result:
+        """The envs still in flight in an async pool, when they are fewer than ``batch_size``."""
+    def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
+        """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
+    def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
+        """Resets the envs in ``env_id`` of a sync pool and waits; rows of at least those envs, or every env's
+        in env order (``all_rows``; the others report their observation only)."""
+    def reseed(self, seed: int) -> None:
+        """Seeds every env's next reset from one int."""
+    def drain(self) -> None:
+        """Waits for every env in flight and drops its results."""
+    def close(self) -> None: ...
+
 
 def make(
     env_id: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
@@ -39,11 +85,11 @@ def make(
     block_size: int | None = None,
     backend: str = "auto",
     **env_kwargs: Any,
-) -> VectorEnv | PyVectorEnv:
+) -> VectorEnv:
     """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool (or, for a callable,
     a list of callables, a gymnasium id with no native port, or ``backend="python"``, in the
-    Python-env pool of worker processes: :func:`fastvec.pyenv.make`, which also takes
-    ``num_workers`` and ``start_method``).
+    Python-env pool of worker processes, which also takes ``num_workers`` (for ``num_threads``) and
+    ``start_method``).
 
     >>> env = fastvec.make("CartPole-v1", num_envs=4, seed=0)
     >>> obs, info = env.reset()
@@ -55,6 +101,7 @@ def make(
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
+    mode = autoreset_mode_name(autoreset_mode)
     if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not _is_native(env_id)):
         if block_size is not None:
             raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
@@ -62,8 +109,8 @@ def make(
 
         if num_threads is not None:
             env_kwargs.setdefault("num_workers", num_threads)
-        return pyenv.make(env_id, num_envs, batch_size=batch_size, seed=seed, autoreset_mode=autoreset_mode,
-                          max_episode_steps=max_episode_steps, **env_kwargs)
+        return PyVectorEnv(pyenv.make(env_id, num_envs, batch_size=batch_size, seed=seed, autoreset_mode=mode,
+                                      max_episode_steps=max_episode_steps, **env_kwargs), MODES[mode])
     entry = lookup(env_id)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
@@ -79,7 +126,6 @@ def make(
             raise ValueError(
                 f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
             )
-    autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps or 0
     else:
@@ -88,11 +134,13 @@ def make(
     string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
     seeded = seed is not None
     seed = check_seed("seed", seed) if seeded else secrets.randbits(64)
-    pool = _core.Pool(
-        entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, autoreset_mode,
-        seed, options, string_options,
+    native = _core.Pool(
+        entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, mode, seed, options,
+        string_options,
     )
-    return VectorEnv(pool, entry, MODES[autoreset_mode], max_episode_steps or None)
+    spec = native.spec()
+    return VectorEnv(native, MODES[mode], _space("obs", spec), _space("action", spec),
+                     max_episode_steps=max_episode_steps or None, entry=entry)
 
 
 def _is_native(env_id: str) -> bool:
@@ -107,7 +155,9 @@ def _is_native(env_id: str) -> bool:
 
 
 def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, float]:
-    options = dict(entry.options)
+    """The keyword arguments for the env, as numbers; its C++ option table fills in the defaults and checks
+    kinds and ranges."""
+    options = {}
     for name, value in kwargs.items():
         if name not in entry.options:
             accepted = ", ".join(sorted(entry.options)) or "none"
@@ -135,49 +185,79 @@ def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
     return gym.spaces.Box(low, high, shape, np.float32)
 
 
-class VectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` envs stepped by a native thread pool; made by :func:`fastvec.make`.
+def _row(space: gym.Space, batch: Any, i: int) -> Any:
+    """Row ``i`` of a batch of ``space``'s elements (an array, or a dict/tuple of them)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _row(s, batch[k], i) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_row(s, b, i) for s, b in zip(space.spaces, batch, strict=True))
+    return batch[i]
 
-    ``info`` is a dict of arrays: ``env_id`` always; when an episode ended,
-    ``episode_return``/``episode_length`` with masks ``_episode_return``/
-    ``_episode_length``; with ``autoreset_mode="same_step"`` also
-    ``final_obs``/``final_info`` as gymnasium defines them; and the env's
-    own values, one per env (Atari: ``lives``), after every reset and step.
+
+def _rows(space: gym.Space, batch: Any, pick: np.ndarray) -> Any:
+    """The rows ``pick`` of a batch of ``space``'s elements."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _rows(s, batch[k], pick) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_rows(s, b, pick) for s, b in zip(space.spaces, batch, strict=True))
+    return batch[pick]
+
+
+def _concatenate(space: gym.Space, batches: list[Any]) -> Any:
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _concatenate(s, [b[k] for b in batches]) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_concatenate(s, [b[j] for b in batches]) for j, s in enumerate(space.spaces))
+    return np.concatenate(batches)
+
+
+class VectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` envs stepped by a pool (native threads or Python-env worker processes); made by
+    :func:`fastvec.make`.
+
+    ``info`` is a dict of arrays: ``env_id`` always; the envs' own values (Atari: ``lives``; a Python env's
+    info keys with their ``_key`` masks, as gymnasium's vector envs batch them); when an episode ended,
+    ``episode_return``/``episode_length`` with masks ``_episode_return``/``_episode_length``; with
+    ``autoreset_mode="same_step"`` also ``final_obs``/``final_info`` as gymnasium defines them.
     """
 
-    def __init__(self, pool: _core.Pool, entry: EnvEntry, autoreset_mode: AutoresetMode,
-                 max_episode_steps: int | None) -> None:
-        self._pool = pool
-        self.entry = entry
-        self.num_envs = pool.num_envs
-        self.batch_size = pool.batch_size
-        self.num_threads = pool.num_threads
-        self.block_size = pool.block_size
+    def __init__(self, backend: Backend, autoreset_mode: AutoresetMode, single_observation_space: gym.Space,
+                 single_action_space: gym.Space, *, max_episode_steps: int | None,
+                 entry: EnvEntry | None = None, metadata: dict[str, Any] | None = None, spec: Any = None) -> None:
+        self._pool = backend
+        self.entry = entry  #: the registry entry of a native env (None for the Python-env pool)
+        self.num_envs = backend.num_envs
+        self.batch_size = backend.batch_size
+        self.num_threads = backend.num_threads
+        self.block_size = backend.block_size  #: envs stepped as one unit of work (1 in the Python-env pool)
         self.max_episode_steps = max_episode_steps
-        spec = pool.spec()
-        self.single_observation_space = _space("obs", spec)
-        self.single_action_space = _space("action", spec)
-        self._info_names = list(spec["info_names"])
-        self.observation_space = batch_space(self.single_observation_space, self.batch_size)
-        self.action_space = batch_space(self.single_action_space, self.batch_size)
-        self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, self.batch_size)
+        self.action_space = batch_space(single_action_space, self.batch_size)
+        self.metadata = {"render_modes": [], **(metadata or {}), "autoreset_mode": autoreset_mode}
         self.render_mode = None
-        self.spec = None
+        self.spec = spec
         self._mode = autoreset_mode
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
         return self._mode
 
+    @property
+    def label(self) -> str:
+        """What the pool runs, for messages: ``"fastvec's native CartPole-v1"``."""
+        return f"fastvec's native {self.entry.id}" if self.entry is not None else "fastvec's Python-env pool"
+
     # -- sync API ---------------------------------------------------------
 
     def reset(
-        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self, *, seed: Seed = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Resets every env (or, with ``options={"reset_mask": mask}`` or
         ``options={"env_id": ids}``, only some) and returns their observations.
 
-        ``seed`` as an int seeds env ``i`` with ``SeedSequence(seed).spawn(num_envs)[i]``;
+        ``seed`` as an int seeds env ``i`` from ``SeedSequence(seed).spawn(num_envs)[i]``;
         as a list, env ``i`` is seeded as ``gymnasium.make(...).reset(seed=seed[i])`` would be.
         """
         reset_mask, ids = reset_options(options)
@@ -185,29 +265,34 @@ class VectorEnv(gym.vector.VectorEnv):
             return self._partial_reset(seed, reset_mask, ids)
         seeds = self._seeds(seed, self.num_envs)
         self._pool.drain()
-        self._pool.send_reset(None, seeds, False)
+        self._pool.send_reset(None, seeds)
         batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
         if self.num_envs % self.batch_size:
             batches.append(self._pool.recv_rest())
         if len(batches) == 1:
-            obs, _, _, _, env_id, _, values = batches[0]
-            return obs, self._values({"env_id": env_id}, values)
-        env_id = np.concatenate([b[4] for b in batches])
+            return batches[0].obs, {"env_id": batches[0].env_id, **batches[0].info}
+        env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
-        obs = np.concatenate([b[0] for b in batches])[order]
-        values = np.concatenate([b[6] for b in batches])[order] if self._info_names else None
-        return obs, self._values({"env_id": env_id[order]}, values)
+        obs = _rows(self.single_observation_space, _concatenate(self.single_observation_space,
+                                                                [b.obs for b in batches]), order)
+        info = _merge_infos([b.info for b in batches], [len(b.env_id) for b in batches], order)
+        return obs, {"env_id": env_id[order], **info}
 
     def step(
         self, actions: Any, env_id: Any = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every env with ``actions`` (one row per env, env order).
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
         """
         if env_id is None:
+            if self.batch_size != self.num_envs:
+                self._check_open()
+                raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
+                                 "in async mode use send(actions, env_id) and recv()")
             return self._result(self._pool.step(actions))
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
+            self._check_open()
             raise ValueError(
                 f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
                 "env ids; make the pool with batch_size < num_envs to step some envs at a time"
@@ -217,39 +302,36 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- async API --------------------------------------------------------
 
-    def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
+    def async_reset(self, seed: Seed = None, env_id: Any = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
         if env_id is not None:
-            ids = np.asarray(env_id).reshape(-1)
             if is_int_seed(seed):
                 raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
-            self._pool.send_reset(ids, self._seeds(seed, len(ids)) if seed is not None else [], False)
+            self._pool.send_reset(env_id, self._seeds(seed, np.size(env_id)) if seed is not None else [])
             return
         seeds = self._seeds(seed, self.num_envs)
         self._pool.drain()
-        self._pool.send_reset(None, seeds, False)
+        self._pool.send_reset(None, seeds)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
-        if env_id is None:
-            env_id = np.arange(self.num_envs, dtype=np.int32)
         self._pool.send(actions, env_id)
 
-    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
         return self._result(self._pool.recv())
+
+    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
+        (after sending only some) and returns their rows."""
+        return self._result(self._pool.recv_rest())
 
     def __enter__(self) -> VectorEnv:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def recv_rest(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
-        (after sending only some) and returns their rows."""
-        return self._result(self._pool.recv_rest())
 
     def close_extras(self, **kwargs: Any) -> None:
         self._pool.close()
@@ -261,8 +343,14 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
 
+    def _check_open(self) -> None:
+        """A call on a closed pool is refused as closed before its arguments are looked at (the backends do so
+        for the calls they check)."""
+        if self._pool.closed:
+            raise RuntimeError("the pool is closed")
+
     def _seeds(self, seed: Any, n: int) -> list[int | None]:
-        """Per-env seeds for send_reset; an int seed reseeds the whole pool instead."""
+        """Per-env seeds for send_reset (empty: none); an int seed reseeds every env instead."""
         if seed is None:
             return []
         if is_int_seed(seed):
@@ -276,47 +364,71 @@ class VectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"seed: a list of seeds needs one per env ({n}), got {len(seed)}")
         return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
 
-    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
-        if mask_ids is not None:
-            ids = mask_ids
-        else:
-            ids = np.asarray(ids)
-            if ids.size == 0:
-                ids = ids.astype(np.int64)  # [] is float64 to numpy
-            if ids.ndim == 0:
-                ids = ids.reshape(1)
+        ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, len(ids)) if seed is not None else []
-        self._pool.send_reset(ids, seeds, True)
-        obs, _, _, _, env_id, _, values = self._pool.recv()
+        r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
+        info = {"env_id": r.env_id, **r.info}
         if reset_mask is not None:
-            return obs, self._values({"env_id": env_id}, values)
-        return obs[ids], self._values({"env_id": env_id[ids]}, None if values is None else values[ids])
+            return r.obs, info
+        # The rows of ids, in their order (a backend may have returned every env's row).
+        row = np.empty(self.num_envs, dtype=np.intp)
+        row[r.env_id] = np.arange(len(r.env_id))
+        pick = row[ids]
+        return _rows(self.single_observation_space, r.obs, pick), {k: v[pick] for k, v in info.items()}
 
-    def _values(self, info: dict[str, Any], values: np.ndarray | None) -> dict[str, Any]:
-        for k, name in enumerate(self._info_names):
-            info[name] = values[:, k]
-        return info
-
-    def _result(self, r: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        obs, reward, terminated, truncated, env_id, extras, values = r
-        info: dict[str, Any] = {"env_id": env_id}
-        if values is not None:
-            self._values(info, values)
-        if extras is not None:
-            done, ep_return, ep_length, final_obs, final_values = extras
-            stats = {"episode_return": ep_return, "_episode_return": done,
-                     "episode_length": ep_length, "_episode_length": done}
+    def _result(self, r: _core.Result) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        info: dict[str, Any] = {"env_id": r.env_id, **r.info}
+        if r.ended is not None:
+            done = r.ended
+            stats = {"episode_return": r.episode_return, "_episode_return": done,
+                     "episode_length": r.episode_length, "_episode_length": done}
             info.update(stats)
-            if final_obs is not None:
+            if r.final_obs is not None:
                 boxed = np.full(len(done), None, dtype=object)
-                for i in np.flatnonzero(done):
-                    boxed[i] = final_obs[i]
+                for i in np.flatnonzero(done).tolist():
+                    boxed[i] = _row(self.single_observation_space, r.final_obs, i)
                 info["final_obs"], info["_final_obs"] = boxed, done
                 # The info of the step that ended each episode: its statistics and the env's values
                 # (info itself has the new episode's).
-                final_info = dict(stats)
-                for k, name in enumerate(self._info_names):
-                    final_info[name], final_info[f"_{name}"] = final_values[:, k], done
-                info["final_info"], info["_final_info"] = final_info, done
-        return obs, reward, terminated, truncated, info
+                info["final_info"], info["_final_info"] = {**stats, **(r.final_info or {})}, done
+        return r.obs, r.reward, r.terminated, r.truncated, info
+
+
+def _merge_infos(infos: list[dict[str, Any]], sizes: list[int], order: np.ndarray) -> dict[str, Any]:
+    """Info dicts of consecutive batches as one, rows permuted by ``order`` (a key missing in a batch: masked off)."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for info in infos for k in info):
+        parts = []
+        for info, size in zip(infos, sizes, strict=True):
+            if key in info:
+                parts.append(np.asarray(info[key]) if not isinstance(info[key], dict) else info[key])
+            else:
+                parts.append(None if not key.startswith("_") else np.zeros(size, dtype=bool))
+        if any(isinstance(p, dict) for p in parts):
+            out[key] = _merge_infos([p if isinstance(p, dict) else {} for p in parts], sizes, order)
+            continue
+        like = next(p for p in parts if p is not None)
+        filled = [p if p is not None else np.full((size, *like.shape[1:]), None if like.dtype == object else 0,
+                                                  dtype=like.dtype)
+                  for p, size in zip(parts, sizes, strict=True)]
+        out[key] = np.concatenate(filled)[order]
+    return out
+
+
+class PyVectorEnv(VectorEnv):
+    """A :class:`VectorEnv` over the Python-env pool; what :func:`fastvec.make` returns for Python envs,
+    with that pool's worker processes in view."""
+
+    def __init__(self, pool: PyEnvPool, autoreset_mode: AutoresetMode) -> None:
+        super().__init__(pool, autoreset_mode, pool.single_observation_space, pool.single_action_space,
+                         max_episode_steps=pool.max_episode_steps, metadata=pool.metadata, spec=pool.spec)
+        self._workers = pool
+        self.num_workers = pool.num_workers
+        self.start_method = pool.start_method
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers (for monitoring and tests)."""
+        return self._workers.worker_pids

@@ -16,6 +16,16 @@ def env_ids_under_test() -> list[str]:
     return [e for e in ids if not fastvec.registry.lookup(e).rom] + [e for e in ("Pong-v5",) if e in ids]
 
 
+def pytest_collection_modifyitems(items):
+    """A test parametrized with an Atari id needs the Atari backend, and emulating Atari under a sanitizer is
+    too slow: such items get the ``atari`` and ``heavy`` markers, whatever file they are in."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(isinstance(v, str) and fastvec.registry.roms.ATARI_ID.match(v) for v in params.values()):
+            item.add_marker(pytest.mark.atari)
+            item.add_marker(pytest.mark.heavy)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

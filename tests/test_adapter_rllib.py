@@ -19,7 +19,10 @@ from ray.tune.registry import ENV_CREATOR, _global_registry  # noqa: E402
 from fastvec.adapters.rllib import configure  # noqa: E402
 
 # Every EnvRunner built in this process (num_env_runners=0) registers RLlib's gymnasium id again.
-pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning")
+pytestmark = [
+    pytest.mark.rllib,
+    pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning"),
+]
 
 
 def ppo_config(num_env_runners: int) -> PPOConfig:
@@ -149,7 +152,7 @@ def test_rllib_env_takes_what_fastvec_make_takes():
     come channel-last and normalized for RLlib's CNNs (or as uint8 with normalize_images=False)."""
     import gymnasium as gym
 
-    from fastvec.pyenv import PyVectorEnv
+    from fastvec.vector import PyVectorEnv
 
     for env_id in ("FrozenLake-v1", lambda: gym.make("FrozenLake-v1")):
         name = fastvec.rllib_env(env_id, num_threads=1)

@@ -293,6 +293,7 @@ def test_ppo_solves_cartpole():
     print(f"PPO solved CartPole in {model.num_timesteps} steps, {time.time() - start:.1f} s")
 
 
+@pytest.mark.atari
 def test_ppo_cnn_policy_trains_on_pong_with_no_wrapper():
     """Channel-first uint8 frames are images to SB3: PPO("CnnPolicy") takes them as they come
     (NatureCNN, /255 scaling, no VecTransposeImage), and an update changes the policy."""
@@ -313,6 +314,7 @@ def test_ppo_cnn_policy_trains_on_pong_with_no_wrapper():
     env.close()
 
 
+@pytest.mark.atari
 def test_vec_frame_stack_over_single_atari_frames():
     """SB3's own frame stacking over fastvec frames (stack_num=1, channel-first) matches fastvec's stacking."""
     stacked = VecFrameStack(fastvec.sb3_vec("Pong-v5", 2, stack_num=1, seed=3, noop_max=0), 4)
@@ -327,6 +329,7 @@ def test_vec_frame_stack_over_single_atari_frames():
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.atari
 def test_vec_transpose_image_refuses_channel_first_frames():
     """fastvec's Atari frames are already channel-first, which SB3's VecTransposeImage refuses by design
     (its PPO only adds it for channel-last images); nothing to transpose."""

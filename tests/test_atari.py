@@ -22,6 +22,8 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation  # noqa
 
 gym.register_envs(ale_py)
 
+pytestmark = pytest.mark.atari
+
 ATARI_IDS = [i for i in fastvec.list_envs() if lookup(i).rom]
 
 
@@ -33,6 +35,7 @@ def test_every_ale_py_rom_has_an_id():
     assert {"Pong-v5", "Breakout-v5", "SpaceInvaders-v5", "MontezumaRevenge-v5"} <= set(ATARI_IDS)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("env_id", ATARI_IDS)
 def test_every_game_constructs_resets_and_steps(env_id):
     with fastvec.make(env_id, num_envs=2, num_threads=2, seed=0) as env:
@@ -56,6 +59,7 @@ def _reference(game: str, **kw) -> gym.Env:
     return FrameStackObservation(AtariPreprocessing(base, noop_max=0, frame_skip=4, screen_size=84, **kw), 4)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("game", "steps", "seed"),
                          [("Pong", 1200, 0), ("Breakout", 600, 1), ("SpaceInvaders", 600, 2)])
 def test_parity_with_gymnasium_atari_preprocessing(game, steps, seed):
@@ -85,6 +89,7 @@ def test_parity_with_gymnasium_atari_preprocessing(game, steps, seed):
     env.close()
 
 
+@pytest.mark.heavy
 def test_rgb_parity_with_gymnasium():
     ref = _reference("Pong", grayscale_obs=False)
     env = fastvec.make("Pong-v5", num_envs=1, repeat_action_probability=0.0, noop_max=0, gray_scale=False, seed=0)
@@ -251,6 +256,7 @@ def test_portable_kernels_give_the_same_frames(tmp_path):
     assert len(set(native["digests"])) == len(native["digests"])  # every option gave other frames
 
 
+@pytest.mark.heavy
 def test_full_screen_needs_no_resize():
     ref = FrameStackObservation(
         AtariPreprocessing(gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0), noop_max=0,
@@ -310,10 +316,10 @@ def test_corrupted_rom_is_an_error_not_a_crash(tmp_path, monkeypatch):
 
 
 def test_alerom_dir_is_honoured(tmp_path, monkeypatch):
-    src = fastvec.registry.rom_path("pong")
+    src = fastvec.roms.rom_path("pong")
     (tmp_path / "pong.bin").write_bytes(src.read_bytes())
     monkeypatch.setenv("ALE_ROMS_DIR", str(tmp_path))
-    assert fastvec.registry.rom_path("pong") == tmp_path / "pong.bin"
+    assert fastvec.roms.rom_path("pong") == tmp_path / "pong.bin"
     with fastvec.make("Pong-v5", num_envs=1) as env:
         env.reset()
 
@@ -362,6 +368,7 @@ def test_channels_last_is_the_same_frames_transposed():
             b = last.step(np.array([k % 6, 2]))[0]
 
 
+@pytest.mark.address_space
 def test_a_pong_pool_too_large_for_a_6_gib_limit_is_refused_at_once(tmp_path):
     """10**4 Pong envs under a 6 GiB address-space limit: a MemoryError naming the figures within seconds (it
     took 113 s of allocation before), and a pool that fits still constructs under the same limit."""

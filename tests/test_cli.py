@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import fastvec
 from fastvec import _core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +96,7 @@ def test_bad_arguments_give_clear_errors(tmp_path, args, message):
 def test_list_prints_the_native_envs(tmp_path):
     run = fastvec_cli("list", cwd=tmp_path)
     assert run.returncode == 0
-    for env_id in ("CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "Pendulum-v1"):
+    for env_id in fastvec.list_envs():
         assert f"  {env_id}\n" in run.stdout
     assert "_Debug-v0" not in run.stdout
     assert "Python-env pool" in run.stdout
@@ -108,3 +110,22 @@ def test_a_contender_whose_parent_package_is_missing_is_not_installed():
     assert not installed("no_such_package_fastvec.sub")
     assert not installed("no_such_package_fastvec")
     assert installed("numpy.linalg")
+
+
+def test_running_in_a_source_tree_says_what_to_do(tmp_path):
+    """``python -m fastvec`` in a directory holding fastvec's sources (no compiled module there: the checkout,
+    or a Ray worker started in the driver's checkout) imports those first; it said "cannot import name '_core'
+    from partially initialized module 'fastvec' (most likely due to a circular import)"."""
+    import shutil
+
+    shutil.copytree(ROOT / "fastvec", tmp_path / "fastvec", ignore=shutil.ignore_patterns("_core*.so", "__pycache__"))
+    run = subprocess.run([sys.executable, "-m", "fastvec", "list"], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    import importlib.metadata
+
+    if '"editable": true' in (importlib.metadata.distribution("fastvec").read_text("direct_url.json") or ""):
+        pytest.skip("an editable install (a developer's, never CI's) redirects the import to the checkout's build")
+    assert run.returncode != 0
+    assert "a directory without its compiled module (fastvec._core)" in run.stderr
+    assert "Run from another directory, or install fastvec in editable mode" in run.stderr
+    assert "circular import" not in run.stderr

@@ -1,9 +1,7 @@
-"""Builds and runs the C++ core unit tests (tests/cpp/core_tests.cpp)."""
+"""Builds (with CMake, tests/cpp/CMakeLists.txt) and runs the C++ core unit tests (tests/cpp/core_tests.cpp)."""
 
 from __future__ import annotations
 
-import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -11,11 +9,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_core_unit_tests(tmp_path):
-    exe = tmp_path / "core_tests"
-    cxx = shlex.split(os.environ.get("CXX", "c++"))
-    build = [*cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
-             f"-I{ROOT / 'src'}", str(ROOT / "tests/cpp/core_tests.cpp"), "-o", str(exe), "-pthread"]
-    subprocess.run(build, check=True)
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    subprocess.run(["cmake", "-S", str(ROOT / "tests/cpp"), "-B", str(tmp_path), "-DCMAKE_BUILD_TYPE=Release"],
+                   check=True, capture_output=True)
+    build = subprocess.run(["cmake", "--build", str(tmp_path), "-j2"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout + build.stderr
+    run = subprocess.run([str(tmp_path / "core_tests")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all core checks passed" in run.stdout

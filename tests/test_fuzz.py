@@ -65,13 +65,20 @@ DOCUMENTED = (ValueError, TypeError, RuntimeError, EnvError, fastvec._core.EnvEr
 
 FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
-CLASSIC_IDS = ("CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1", "Pendulum-v1")
-CLASSIC_OPTIONS = {
-    "CartPole-v1": {"sutton_barto_reward": st.booleans()},
-    "MountainCar-v0": {"goal_velocity": st.floats(-0.07, 0.07)},
-    "MountainCarContinuous-v0": {"goal_velocity": st.floats(-0.07, 0.07)},
-    "Pendulum-v1": {"g": st.floats(0.0, 20.0)},
-}
+# The registry's classic-control envs, and a strategy for each of their options from its C++ option table.
+CLASSIC_IDS = tuple(e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).rom)
+
+
+def _option_strategy(o: fastvec.registry.OptionSpec) -> st.SearchStrategy:
+    if o.kind == "bool":
+        return st.booleans()
+    if o.kind == "int":
+        return st.integers(int(max(o.low, -1000)), int(min(o.high, max(o.low, -1000) + 64)))
+    return st.floats(max(o.low, o.default - 10), min(o.high, o.default + 10))
+
+
+CLASSIC_OPTIONS = {e: {o.name: _option_strategy(o) for o in fastvec.registry.lookup(e).option_specs}
+                   for e in CLASSIC_IDS}
 ATARI_OPTIONS = {
     "frame_skip": st.integers(1, 5), "stack_num": st.integers(1, 4), "img_height": st.sampled_from([84, 42, 210]),
     "img_width": st.sampled_from([84, 42, 160]), "noop_max": st.integers(0, 30), "gray_scale": st.booleans(),
@@ -1218,6 +1225,7 @@ def test_native_classic_pools():
 
 @pytest.mark.timeout(_TIMEOUT)
 @pytest.mark.skipif(not fastvec._core.has_atari, reason="built without the Atari backend (FASTVEC_ATARI=OFF)")
+@pytest.mark.atari
 def test_native_atari_pool():
     _run(AtariMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 20)
 

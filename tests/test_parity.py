@@ -19,8 +19,9 @@ import pytest
 
 import fastvec
 
-CLASSIC_CONTROL = ["Acrobot-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"]
-CONTINUOUS = {"MountainCarContinuous-v0", "Pendulum-v1"}
+# Every native classic-control env (the registry's non-Atari ids), against gymnasium's class of the same id.
+CLASSIC_CONTROL = [e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).rom]
+CONTINUOUS = {e for e in CLASSIC_CONTROL if isinstance(fastvec.make(e, 1).single_action_space, gym.spaces.Box)}
 
 # Env-option variants that the reference constructors accept under the same names.
 OPTION_CASES = [

@@ -653,6 +653,7 @@ def run_child(code: str, timeout: float = 60):
                           timeout=timeout, cwd=tempfile.gettempdir(), env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
 
 
+@pytest.mark.address_space
 def test_threads_the_system_refuses_are_a_runtime_error_and_every_started_one_is_joined():
     """Under an address-space limit that leaves room for a few thread stacks only, a pool of 200 threads fails
     with a RuntimeError naming the counts (not std::terminate), leaves no thread behind, and smaller pools work."""
@@ -677,6 +678,7 @@ def test_threads_the_system_refuses_are_a_runtime_error_and_every_started_one_is
     assert run.stdout.rstrip().endswith("ok")
 
 
+@pytest.mark.address_space
 def test_a_pool_too_large_for_the_memory_limit_is_refused_at_once():
     run = run_child("""
         import resource, time, fastvec

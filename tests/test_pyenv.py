@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import fastvec
-from fastvec.pyenv import EnvError, PyVectorEnv, WorkerDiedError
+from fastvec.pyenv import EnvError, WorkerDiedError
+from fastvec.vector import PyVectorEnv
 
 MODES = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP,
          "disabled": gym.vector.AutoresetMode.DISABLED}

@@ -499,8 +499,8 @@ def test_a_child_forked_while_another_thread_waits_in_the_pool_can_close_it():
         env.reset()
         stepper = threading.Thread(target=lambda: print("stepped", env.step(np.array([1, 2]))[1].tolist()))
         stepper.start()
-        while env._busy.acquire(blocking=False):  # until the thread is inside step(), holding the pool's lock
-            env._busy.release()
+        while env._pool._busy.acquire(blocking=False):  # until the thread is inside step(), holding the pool's lock
+            env._pool._busy.release()
         pid = os.fork()
         if pid == 0:
             code = 3

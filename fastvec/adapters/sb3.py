@@ -32,12 +32,6 @@ from fastvec.vector import VectorEnv, make
 _SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
 
 
-def _label(env: Any) -> str:
-    """The env id for messages (the Python-env pool has no registry entry)."""
-    entry = getattr(env, "entry", None)
-    return f"fastvec's native {entry.id}" if entry is not None else f"fastvec's {type(env).__name__}"
-
-
 class SB3VecEnv(VecEnv):
     """A ``stable_baselines3`` ``VecEnv`` over a :class:`fastvec.VectorEnv` made with
     ``autoreset_mode="same_step"``; made by :func:`fastvec.sb3_vec`.
@@ -72,7 +66,7 @@ class SB3VecEnv(VecEnv):
         self._reset_seeds()
         self._reset_options()
         if any(options):
-            raise ValueError(f"{_label(self.env)} takes no reset options, got {options[0]!r}")
+            raise ValueError(f"{self.env.label} takes no reset options, got {options[0]!r}")
         self._actions = None
         obs, _ = self.env.reset(seed=seeds)
         self.reset_infos = [{} for _ in range(self.num_envs)]
@@ -111,7 +105,7 @@ class SB3VecEnv(VecEnv):
         idx = self._indices(indices)
         if attr_name not in _SHARED_ATTRS:
             raise AttributeError(
-                f"{_label(self.env)} has no Python env object; get_attr answers only {_SHARED_ATTRS}"
+                f"{self.env.label} has no Python env object; get_attr answers only {_SHARED_ATTRS}"
             )
         value = {
             "render_mode": None,
@@ -125,14 +119,14 @@ class SB3VecEnv(VecEnv):
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         raise AttributeError(
-            f"{_label(self.env)} has no Python env object: cannot set {attr_name!r}; "
+            f"{self.env.label} has no Python env object: cannot set {attr_name!r}; "
             "env options are keyword arguments of fastvec.sb3_vec"
         )
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
         raise AttributeError(
-            f"{_label(self.env)} has no Python env object: cannot call {method_name!r}"
+            f"{self.env.label} has no Python env object: cannot call {method_name!r}"
         )
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
@@ -141,7 +135,7 @@ class SB3VecEnv(VecEnv):
         return [wrapped for _ in self._indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        raise NotImplementedError(f"{_label(self.env)} does not render")
+        raise NotImplementedError(f"{self.env.label} does not render")
 
     def _indices(self, indices: VecEnvIndices) -> list[int]:
         idx = list(self._get_indices(indices))

@@ -31,12 +31,6 @@ from fastvec.vector import VectorEnv, make
 _SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
 
 
-def _label(env: Any) -> str:
-    """The env id for messages (the Python-env pool has no registry entry)."""
-    entry = getattr(env, "entry", None)
-    return f"fastvec's native {entry.id}" if entry is not None else f"fastvec's {type(env).__name__}"
-
-
 class TianshouVectorEnv:
     """Tianshou's vector-env protocol (``BaseVectorEnv``'s methods and return
     formats) over a :class:`fastvec.VectorEnv`; made by :func:`fastvec.tianshou_venv`.
@@ -90,7 +84,7 @@ class TianshouVectorEnv:
         ids = self._ids(id)
         if key not in _SHARED_ATTRS:
             raise AttributeError(
-                f"{_label(self.env)} has no Python env object; get_env_attr answers only "
+                f"{self.env.label} has no Python env object; get_env_attr answers only "
                 f"{_SHARED_ATTRS}"
             )
         if key == "render_mode":
@@ -99,7 +93,7 @@ class TianshouVectorEnv:
 
     def set_env_attr(self, key: str, value: Any, id: int | Sequence[int] | np.ndarray | None = None) -> None:
         raise AttributeError(
-            f"{_label(self.env)} has no Python env object: cannot set {key!r}; "
+            f"{self.env.label} has no Python env object: cannot set {key!r}; "
             "env options are keyword arguments of fastvec.tianshou_venv"
         )
 
@@ -121,7 +115,7 @@ class TianshouVectorEnv:
         if kwargs:
             raise TypeError(f"reset() got unexpected keyword arguments {sorted(kwargs)}")
         if options:
-            raise ValueError(f"{_label(self.env)} takes no reset options, got {options!r}")
+            raise ValueError(f"{self.env.label} takes no reset options, got {options!r}")
         ids = self._ids(env_id)
         if len(ids) == self.env_num and len(set(ids.tolist())) == self.env_num:
             obs, _ = self.env.reset(seed=seed)  # discards the results of steps still in flight
@@ -191,7 +185,7 @@ class TianshouVectorEnv:
         return [None if s is None else [s] for s in seeds]
 
     def render(self, **kwargs: Any) -> list[Any]:
-        raise NotImplementedError(f"{_label(self.env)} does not render")
+        raise NotImplementedError(f"{self.env.label} does not render")
 
     def close(self) -> None:
         if not self.is_closed:

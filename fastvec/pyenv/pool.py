@@ -34,16 +34,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec._args import (
-    MODES,
-    autoreset_mode_name,
-    available_cores,
-    check_int,
-    check_seed,
-    is_int_seed,
-    partial_reset_ids,
-    reset_options,
-)
+from fastvec._args import MODES, autoreset_mode_name, available_cores, check_env_ids, check_int, check_seed
+from fastvec._core import EnvError, Result
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
     COMP_HEAD,
@@ -64,10 +56,6 @@ from fastvec.pyenv.layout import (
 _FRESH, _IDLE, _IN_FLIGHT = 0, 1, 2
 SPIN_SECONDS = 30e-6  # how long the parent polls for results before it blocks
 _POLL_SECONDS = 0.25  # how often a blocked parent looks at its workers' health
-
-
-class EnvError(RuntimeError):
-    """An env raised inside a worker; the message names the env and carries the worker's traceback."""
 
 
 class WorkerDiedError(RuntimeError):
@@ -214,8 +202,9 @@ def make(
     max_episode_steps: int | None = None,
     start_method: str | None = None,
     **env_kwargs: Any,
-) -> PyVectorEnv:
-    """Makes a pool of Python gymnasium envs stepped in worker processes.
+) -> PyEnvPool:
+    """Makes the Python-env backend: a pool of Python gymnasium envs stepped in worker processes (what
+    ``fastvec.make`` puts behind its :class:`fastvec.VectorEnv` for such envs).
 
     >>> env = fastvec.make(lambda: gymnasium.make("CartPole-v1"), num_envs=8, seed=0)
     >>> obs, info = env.reset()
@@ -277,9 +266,8 @@ def make(
         start_method = "forkserver" if "forkserver" in methods else "spawn"
     if start_method not in methods:
         raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
-    return PyVectorEnv(env_fns, batch_size=batch_size, num_workers=num_workers, seed=seed,
-                       autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps,
-                       start_method=start_method)
+    return PyEnvPool(env_fns, batch_size=batch_size, num_workers=num_workers, seed=seed,
+                     autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps, start_method=start_method)
 
 
 class _GymMake:
@@ -292,11 +280,10 @@ class _GymMake:
         return gym.make(self.env_id, **self.kwargs)
 
 
-class PyVectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` Python envs stepped by worker processes; made by :func:`fastvec.make`.
-
-    Same API and info conventions as :class:`fastvec.VectorEnv`; env infos are
-    merged in as gymnasium's SyncVectorEnv merges them.
+class PyEnvPool:
+    """The Python-env backend of :class:`fastvec.VectorEnv`: ``num_envs`` Python envs stepped by worker
+    processes. Its calls are the backend protocol (:class:`fastvec.vector.Backend`): results come back as
+    :class:`fastvec._core.Result` batches, the envs' infos merged in as gymnasium's vector envs merge them.
     """
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], *, batch_size: int, num_workers: int,
@@ -304,9 +291,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
         self.num_workers = self.num_threads = num_workers
+        self.block_size = 1  # each env is its own unit of work
         self.max_episode_steps = max_episode_steps
         self.start_method = start_method
-        self.entry = None
         self._mode = MODES[autoreset_mode]
         self._busy = threading.RLock()  # held by the call in progress (see the module docstring)
         self._depth = 0  # 1 while a call holds _busy: a second acquire by the same thread is re-entry
@@ -342,13 +329,11 @@ class PyVectorEnv(gym.vector.VectorEnv):
                     if got != want:
                         raise ValueError(f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
                                          "a pool must share its spaces")
-            self.metadata = {**spaces[0][3], "autoreset_mode": self._mode}
+            self.metadata = spaces[0][3]
             self.spec = spaces[0][4]
             self.single_observation_space = obs_space
             self.single_action_space = act_space
-            self.observation_space = batch_space(obs_space, batch_size)
-            self.action_space = batch_space(act_space, batch_size)
-            self.render_mode = None
+            self._action_space = batch_space(act_space, batch_size)  # for messages
             self._act_spaces = leaf_spaces(act_space)
             layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
                             autoreset_mode == "same_step")
@@ -378,7 +363,9 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._broken = np.zeros(n, dtype=bool)
         self._needs_reset = np.zeros(n, dtype=bool)
         self._in_flight = 0
-        self._seeds = self._derive_seeds(seed) if seed is not None else None
+        self._observing = False  # the batch in flight is a partial reset that returns every env's row
+        # The seeds of the next reset of every env: make()'s seed, or reseed()'s.
+        self._pending_seeds = self._derive_seeds(seed) if seed is not None else None
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
 
@@ -427,96 +414,38 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
 
     @property
-    def autoreset_mode(self) -> AutoresetMode:
-        return self._mode
+    def closed(self) -> bool:
+        return self._closing or not self._finalizer.alive
 
-    # -- sync API ---------------------------------------------------------
+    # -- the backend protocol ---------------------------------------------
 
-    def reset(
-        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Resets every env (or, with ``options={"reset_mask": mask}`` or ``options={"env_id": ids}``,
-        only some) and returns their observations.
-
-        ``seed`` as an int seeds env ``i`` with an int drawn from ``SeedSequence(seed).spawn(num_envs)[i]``;
-        as a list, env ``i`` is reset with ``seed[i]``.
-        """
-        self._enter("reset")
-        try:
-            reset_mask, ids = reset_options(options)
-            if reset_mask is not None or ids is not None:
-                return self._partial_reset(seed, reset_mask, ids)
-            seeds = self._reset_seeds(seed)
-            self._drain()
-            self._send_reset(self._all_ids, seeds)
-            ids, messages = self._collect(self.num_envs)
-            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
-            return obs, info
-        finally:
-            self._leave()
-
-    def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Steps every env with ``actions`` (one row per env, env order).
-
-        In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
-        """
+    def step(self, actions: Any) -> Result:
+        """Steps every env (a sync pool), rows in env order."""
         self._enter("step")
         try:
-            if env_id is None and self.batch_size != self.num_envs:
-                raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                                 "use send/recv (or step(actions, env_id)) in async mode")
-            if env_id is not None and self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
-                raise ValueError(
-                    f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got "
-                    f"{np.size(env_id)} env ids; make the pool with batch_size < num_envs to step some envs at a time"
-                )
-            self._send(actions, env_id)
+            self._send(actions, None)
             return self._recv()
         finally:
             self._leave()
 
-    # -- async API --------------------------------------------------------
-
-    def async_reset(self, seed: int | Sequence[int | None] | None = None, env_id: Any = None) -> None:
-        """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
-        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
-        self._enter("async_reset")
-        try:
-            if env_id is not None:
-                ids = self._check_ids(env_id)
-                if is_int_seed(seed):
-                    raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
-                seeds = self._partial_seeds(seed, len(ids))
-                busy = ids[self._state[ids] == _IN_FLIGHT]
-                if len(busy):
-                    raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
-                self._send_reset(ids, seeds)
-                return
-            seeds = self._reset_seeds(seed)
-            self._drain()
-            self._send_reset(self._all_ids, seeds)
-        finally:
-            self._leave()
-
-    def send(self, actions: Any, env_id: Any = None) -> None:
-        """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
+    def send(self, actions: Any, env_id: Any) -> None:
+        """Queues one step of each env in ``env_id`` (every env if None) and returns at once."""
         self._enter("send")
         try:
             self._send(actions, env_id)
         finally:
             self._leave()
 
-    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
+    def recv(self) -> Result:
+        """Waits for the first ``batch_size`` envs to finish (every env in env order, in a sync pool)."""
         self._enter("recv")
         try:
             return self._recv()
         finally:
             self._leave()
 
-    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
-        (after sending only some) and returns their rows."""
+    def recv_rest(self) -> Result:
+        """In an async pool, waits for the envs still in flight when they are fewer than ``batch_size``."""
         self._enter("recv_rest")
         try:
             if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
@@ -524,6 +453,64 @@ class PyVectorEnv(gym.vector.VectorEnv):
                                    f"env(s) in flight, batch_size {self.batch_size})")
             ids, messages = self._collect(self._in_flight)
             return self._result(ids, messages, sort=False)
+        finally:
+            self._leave()
+
+    def send_reset(self, env_id: Any, seeds: Sequence[int | None]) -> None:
+        """Queues a reset of every env (``env_id`` None: their pending seeds, if any, apply) or of the idle
+        envs in ``env_id``; ``seeds``, when not empty, has one seed (or None) per env reset."""
+        self._enter("async_reset")
+        try:
+            if env_id is None:
+                pending, self._pending_seeds = self._pending_seeds, None
+                self._send_reset(self._all_ids, list(seeds) or pending)
+                return
+            ids = self._check_ids(env_id)
+            busy = ids[self._state[ids] == _IN_FLIGHT]
+            if len(busy):
+                raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
+            self._send_reset(ids, list(seeds) or None)
+        finally:
+            self._leave()
+
+    def reset_envs(self, env_id: Any, seeds: Sequence[int | None], all_rows: bool) -> Result:
+        """Resets the envs in ``env_id`` (nothing may be in flight) and waits: their rows, in ``env_id``'s
+        order, or (``all_rows``) every env's in env order, the others reporting their observation with no
+        reward and no flags (then every other env must have been reset once)."""
+        self._enter("reset")
+        try:
+            ids = self._check_ids(env_id)
+            if self._in_flight:
+                raise RuntimeError("envs are in flight; receive their results before a partial reset")
+            if all_rows:
+                fresh = self._state == _FRESH
+                fresh[ids] = False
+                if fresh.any():
+                    e = int(np.flatnonzero(fresh)[0])
+                    raise RuntimeError(
+                        f"env {e} has never been reset; a partial reset needs every other env reset once")
+            self._send_reset(ids, list(seeds) or None)
+            _, messages = self._collect(len(ids))
+            if all_rows:
+                return self._result(ids, messages, sort=True, reset=ids)
+            return self._result(ids, messages, sort=False)
+        finally:
+            self._leave()
+
+    def reseed(self, seed: int) -> None:
+        """Seeds the next reset of every env from ``seed``: env ``i`` with an int drawn from
+        ``SeedSequence(seed).spawn(num_envs)[i]``."""
+        self._enter("reset")
+        try:
+            self._pending_seeds = self._derive_seeds(seed)
+        finally:
+            self._leave()
+
+    def drain(self) -> None:
+        """Waits for every env in flight and drops its results."""
+        self._enter("reset")
+        try:
+            self._drain()
         finally:
             self._leave()
 
@@ -537,7 +524,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         self._b.op[ids] = OP_STEP
         self._dispatch(ids)
 
-    def _recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def _recv(self) -> Result:
         if self._in_flight < self.batch_size:
             raise RuntimeError(
                 f"recv() would wait forever: {self._in_flight} env(s) are in flight but batch_size is "
@@ -546,13 +533,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         ids, messages = self._collect(self.batch_size)
         return self._result(ids, messages, sort=self.batch_size == self.num_envs)
 
-    def __enter__(self) -> PyVectorEnv:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close_extras(self, **kwargs: Any) -> None:
+    def close(self) -> None:
         """Stops the workers and releases everything; from a signal handler inside a call of this pool, or
         while another thread's call waits, it makes that call raise "the pool is closed" (promptly: it wakes
         it), and the resources go once that call is over."""
@@ -587,22 +568,23 @@ class PyVectorEnv(gym.vector.VectorEnv):
     # -- helpers ----------------------------------------------------------
 
     def _enter(self, call: str) -> None:
-        """Starts public call ``call``: takes _busy, or raises if a call is in progress (or the pool unusable)."""
-        if self._busy.acquire(False):
-            if not (self._depth or self.closed or self._closing or self._dead is not None
-                    or os.getpid() != self._res.pid):
-                self._depth = 1
-                return
-            self._busy.release()
-            if self._depth:
-                raise RuntimeError(
-                    f"{call}() called from a signal handler (or re-entrantly) while this pool waits in recv(); the "
-                    "pool serves one call at a time: let the handler set a flag (or raise) and act on it once the "
-                    "call returns, or close() the pool from the handler"
-                )
+        """Starts public call ``call``: takes _busy (a call of another thread goes first, as the native pool
+        serialises calls), or raises if this thread is inside a call already (a signal handler's) or the pool
+        is unusable."""
+        if not self._busy.acquire(False):
+            self._check_usable()
+            self._busy.acquire()
+        if not (self._depth or self.closed or self._dead is not None or os.getpid() != self._res.pid):
+            self._depth = 1
+            return
+        self._busy.release()
+        if self._depth:
+            raise RuntimeError(
+                f"{call}() called from a signal handler (or re-entrantly) while this pool waits in recv(); the "
+                "pool serves one call at a time: let the handler set a flag (or raise) and act on it once the "
+                "call returns, or close() the pool from the handler"
+            )
         self._check_usable()
-        raise RuntimeError(f"{call}() was called from another thread while a call on this pool is in progress; "
-                           "a pool serves one call at a time")
 
     def _leave(self) -> None:
         """Ends a public call; if a signal handler called close() in the meantime, closes the pool now."""
@@ -624,7 +606,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if os.getpid() != self._res.pid:
             raise RuntimeError(f"this pool was made in process {self._res.pid} and cannot be used after fork "
                                "(its workers serve the parent only); make a new pool in the child process")
-        if self.closed or self._closing or not self._finalizer.alive:
+        if self.closed:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:
             raise WorkerDiedError(self._dead)
@@ -633,50 +615,8 @@ class PyVectorEnv(gym.vector.VectorEnv):
         children = np.random.SeedSequence(seed).spawn(self.num_envs)
         return [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
-    def _reset_seeds(self, seed: Any) -> list[int | None] | None:
-        if seed is None:
-            seeds, self._seeds = self._seeds, None  # the seed given to make() applies to the first reset
-            return seeds
-        if is_int_seed(seed):
-            self._seeds = None
-            return self._derive_seeds(check_seed("seed", seed))
-        if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
-            raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
-        if len(seed) != self.num_envs:
-            raise ValueError(f"seed: a list of seeds needs one per env ({self.num_envs}), got {len(seed)}")
-        self._seeds = None
-        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
-
-    @staticmethod
-    def _partial_seeds(seed: Any, n: int) -> list[int | None] | None:
-        if seed is None:
-            return None
-        if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
-            raise TypeError(f"seed must be a list of ints (or None); got {type(seed).__name__}")
-        if len(seed) != n:
-            raise ValueError(f"seed: a list of seeds needs one per env reset ({n}), got {len(seed)}")
-        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
-
     def _check_ids(self, env_id: Any) -> np.ndarray:
-        given = [env_id] if isinstance(env_id, int) else env_id
-        if isinstance(given, (list, tuple)) and all(
-                isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
-            for e in given:  # as Python ints: numpy would make [2**64 - 1, -1] floats, and [2**70] objects
-                if not 0 <= e < self.num_envs:
-                    raise ValueError(f"env_id {e} is out of range [0, {self.num_envs})")
-        ids = np.asarray(env_id)
-        if ids.ndim == 0:
-            ids = ids.reshape(1)
-        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-            raise TypeError(f"env_id must be a 1-D array of env indices, got {ids.dtype} with shape {ids.shape}")
-        bad = (ids < 0) | (ids >= self.num_envs)  # before the cast to int32, which would wrap 2**32 + 3 to 3
-        if bad.any():
-            raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {self.num_envs})")
-        ids = ids.astype(np.int32)
-        if len(np.unique(ids)) != len(ids):
-            values, counts = np.unique(ids, return_counts=True)
-            raise ValueError(f"env_id {values[counts > 1][0]} is listed twice")
-        return ids
+        return check_env_ids(env_id, self.num_envs)
 
     def _explain_refusal(self, ids: np.ndarray) -> None:
         for e in ids.tolist():
@@ -703,7 +643,7 @@ class PyVectorEnv(gym.vector.VectorEnv):
             try:
                 values = flatten(self.single_action_space, actions, [])
             except (KeyError, TypeError, IndexError, ValueError) as exc:
-                raise TypeError(f"actions must be batched like the action space {self.action_space}: {exc}") from exc
+                raise TypeError(f"actions must be batched like the action space {self._action_space}: {exc}") from exc
         checked = [self._check_leaf(space, value, rows) for space, value in
                    zip(self._act_spaces, values, strict=True)]
         for array, value in zip(self._b.act, checked, strict=True):
@@ -964,11 +904,11 @@ class PyVectorEnv(gym.vector.VectorEnv):
             return values[0]
         return unflatten(self.single_observation_space, values)[0]
 
-    def _result(self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, *, stepped: bool = True
-                ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """The batch rows of ``ids`` (every env when ``sort``) as step results, with the infos (or the first
-        error, as an EnvError) of ``messages``; after a reset (``stepped=False``) no env reports a finished
-        episode, whatever its row last held."""
+    def _result(self, ids: np.ndarray, messages: dict[int, bytes], sort: bool,
+                reset: np.ndarray | None = None) -> Result:
+        """The batch rows of ``ids`` (every env when ``sort``), with the infos (or the first error, as an
+        EnvError) of ``messages``. ``reset``: a partial reset that returns every row; the other envs report
+        their observation only (their rows still hold their last step's reward and flags)."""
         b = self._b
         rows: np.ndarray | None
         if sort:
@@ -979,24 +919,21 @@ class PyVectorEnv(gym.vector.VectorEnv):
             env_id = ids.astype(np.int32)
         pick = (lambda a: a.copy()) if rows is None else (lambda a: a[rows])
         obs = self._obs_rows(b.obs, rows)
-        reward, terminated, truncated = pick(b.reward), pick(b.terminated), pick(b.truncated)
-        size = len(env_id)
-        info: dict[str, Any] = {"env_id": env_id}
-        done = pick(b.done) if stepped else np.zeros(size, dtype=bool)
-        same_step = self._mode == AutoresetMode.SAME_STEP
-        if done.any():
-            stats = {"episode_return": pick(b.episode_return), "_episode_return": done,
-                     "episode_length": pick(b.episode_length), "_episode_length": done}
-            info.update(stats)
-            if same_step:
-                final = [a[env_id] for a in b.final_obs]
-                boxed = np.full(size, None, dtype=object)
-                for r in np.flatnonzero(done).tolist():
-                    boxed[r] = unflatten(self.single_observation_space, [v[r] for v in final])[0]
-                info["final_obs"], info["_final_obs"] = boxed, done
-                info["final_info"], info["_final_info"] = dict(stats), done
-        if self._mode == AutoresetMode.DISABLED:
+        reward, terminated, truncated, done = pick(b.reward), pick(b.terminated), pick(b.truncated), pick(b.done)
+        if self._mode == AutoresetMode.DISABLED:  # (an observed env's flags are its last step's: unchanged)
             self._needs_reset[env_id] = terminated | truncated
+        if reset is not None:
+            observed = np.ones(self.num_envs, dtype=bool)
+            observed[reset] = False
+            reward[observed], terminated[observed], truncated[observed], done[observed] = 0, False, False, False
+        size = len(env_id)
+        ended = ep_return = ep_length = final_obs = final_info = None
+        if done.any():
+            ended, ep_return, ep_length = done, pick(b.episode_return), pick(b.episode_length)
+            if self._mode == AutoresetMode.SAME_STEP:
+                final_obs = self._obs_rows(b.final_obs, env_id)
+                final_info = {}
+        info: dict[str, Any] = {}
         error = None
         if messages:
             for r, e in enumerate(env_id.tolist()):  # in row order: the first error reported is the first row's
@@ -1012,14 +949,15 @@ class PyVectorEnv(gym.vector.VectorEnv):
                     if error is None:
                         error = self._error_text(e, msg)
                     continue
-                _, env_info, final_info = msg
+                _, env_info, env_final_info = msg
                 if env_info:
                     _add_info(info, env_info, r, size)
-                if final_info:
-                    _add_info(info["final_info"], final_info, r, size)
+                if env_final_info:
+                    _add_info(final_info, env_final_info, r, size)
         if error is not None:
             raise EnvError(error)
-        return obs, reward, terminated, truncated, info
+        return Result((obs, reward, terminated, truncated, env_id, ended, ep_return, ep_length, final_obs, info,
+                       final_info))
 
     @staticmethod
     def _error_text(e: int, msg: tuple) -> str:
@@ -1028,22 +966,3 @@ class PyVectorEnv(gym.vector.VectorEnv):
         if msg[0] == "bad_obs":
             return f"env {e}: {msg[1]}"
         return f"env {e}: its info could not be unpickled in the parent: {msg[1]}"
-
-    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
-        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
-        ids = mask_ids if mask_ids is not None else self._check_ids(ids)
-        seeds = self._partial_seeds(seed, len(ids))
-        if self._in_flight:
-            raise RuntimeError("envs are in flight; receive their results before a partial reset")
-        if reset_mask is not None:
-            fresh = (self._state == _FRESH) & ~reset_mask
-            if fresh.any():
-                e = int(np.flatnonzero(fresh)[0])
-                raise RuntimeError(f"env {e} has never been reset; a partial reset needs every other env reset once")
-        self._send_reset(ids, seeds)
-        _, messages = self._collect(len(ids))
-        if reset_mask is not None:
-            obs, _, _, _, info = self._result(ids, messages, sort=True, stepped=False)
-            return obs, info
-        obs, _, _, _, info = self._result(ids, messages, sort=False, stepped=False)
-        return obs, info

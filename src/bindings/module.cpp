@@ -76,6 +76,29 @@ auto without_gil(F&& f) -> std::invoke_result_t<F&> {
   }
 }
 
+// -- the result type -----------------------------------------------------------
+//
+// What recv()/step() return to fastvec.VectorEnv, named field by field: a
+// struct sequence (as os.stat_result), which costs what a tuple costs. The
+// Python-env pool returns the same type (fastvec._core.Result(sequence)).
+
+PyStructSequence_Field kResultFields[] = {
+    {"obs", "observations, a row per env of the batch"},
+    {"reward", "float32 rewards"},
+    {"terminated", "bool"},
+    {"truncated", "bool"},
+    {"env_id", "int32: the env of each row"},
+    {"ended", "bool mask of the rows whose episode ended, or None when none did"},
+    {"episode_return", "float64: the ended episodes' returns (0 in other rows), or None"},
+    {"episode_length", "int32: the ended episodes' lengths (0 in other rows), or None"},
+    {"final_obs", "same-step autoreset: the ended episodes' last observations, batched as obs, or None"},
+    {"info", "the envs' own info values, batched as gymnasium's vector envs batch them (a dict)"},
+    {"final_info", "same-step autoreset: the envs' own info values of the steps that ended episodes, or None"},
+    {nullptr, nullptr}};
+PyStructSequence_Desc kResultDesc = {"fastvec._core.Result", "A batch of results from a pool (private).",
+                                     kResultFields, 11};
+PyTypeObject* result_type = nullptr;  // made at module import
+
 // The pools this thread is inside a call of. A Python signal handler runs
 // inside a pool's blocking wait (its interrupt check), on the waiting
 // thread: a call from it on the same pool would wait for the pool's lock,
@@ -133,8 +156,8 @@ class PyPool {
   PyPool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options) {
-    auto it = pool_factories().find(env);
-    if (it == pool_factories().end()) throw py::value_error("unknown native env '" + env + "'");
+    auto it = native_envs().find(env);
+    if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
     cfg.num_envs = num_envs;
     cfg.batch_size = batch_size;
@@ -143,8 +166,8 @@ class PyPool {
     cfg.max_episode_steps = max_episode_steps;
     cfg.autoreset_mode = parse_mode(autoreset_mode);
     cfg.seed = seed;
-    core::Options opts(options, string_options);
-    pool_ = without_gil([&] { return it->second(cfg, opts); });
+    const core::Options opts(it->second.options, options, string_options);  // checks names, kinds, ranges
+    pool_ = without_gil([&] { return it->second.make(cfg, opts); });
     // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
     // main thread raises KeyboardInterrupt there; what is in flight stays
     // in flight (reset() or close() go on from there). Python's signal
@@ -156,7 +179,7 @@ class PyPool {
     const core::Spec& s = pool_->spec();
     obs_shape_ = {pool_->batch_size()};
     obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
-    obs_dtype_ = pool_->obs_itemsize() == 1 ? py::dtype::of<uint8_t>() : py::dtype::of<float>();
+    obs_dtype_ = py::dtype(pool_->obs_dtype());
     all_ids_.resize(pool_->num_envs());
     for (int i = 0; i < pool_->num_envs(); ++i) all_ids_[i] = i;
     action_elems_ = 1;
@@ -169,7 +192,7 @@ class PyPool {
     d["obs_shape"] = s.obs_shape;
     d["obs_low"] = s.obs_low;
     d["obs_high"] = s.obs_high;
-    d["obs_dtype"] = pool_->obs_itemsize() == 1 ? "uint8" : "float32";
+    d["obs_dtype"] = pool_->obs_dtype();
     d["num_actions"] = s.num_actions;
     d["action_shape"] = s.action_shape;
     d["action_low"] = s.action_low;
@@ -184,13 +207,10 @@ class PyPool {
   int block_size() const { return pool_->block_size(); }
   bool closed() const { return pool_->closed(); }
 
-  // Sync step of every env, results in env order.
-  py::tuple step(const py::handle& actions) {
+  // Sync step of every env, results in env order (fastvec.VectorEnv checks the pool is sync).
+  py::object step(const py::handle& actions) {
     const ActiveCall call(this);
     check_open();
-    if (pool_->batch_size() != pool_->num_envs())
-      throw py::value_error("step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                            "in async mode use send(actions, env_id) and recv()");
     const Actions a = convert_actions(actions, pool_->num_envs());
     std::shared_ptr<Batch> batch = without_gil([&] {
       pool_->send_step_all(a.data);
@@ -202,12 +222,12 @@ class PyPool {
   void send(const py::handle& actions, const py::handle& env_id) {
     const ActiveCall call(this);
     check_open();
-    std::vector<int32_t> ids = convert_ids(env_id);
+    std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);  // None: every env
     const Actions a = convert_actions(actions, static_cast<int64_t>(ids.size()));
     without_gil([&] { pool_->send_step(a.data, ids.data(), static_cast<int>(ids.size())); });
   }
 
-  py::tuple recv() {
+  py::object recv() {
     const ActiveCall call(this);
     check_open();
     std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
@@ -215,7 +235,7 @@ class PyPool {
   }
 
   // The last, partial batch of an async pool: the envs still in flight.
-  py::tuple recv_rest() {
+  py::object recv_rest() {
     const ActiveCall call(this);
     check_open();
     int rows = 0;
@@ -223,16 +243,22 @@ class PyPool {
     return result(std::move(batch), rows);
   }
 
-  void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others) {
+  // Queues a reset of every env (env_id None) or of those in env_id; seeds:
+  // one per env reset, or none.
+  void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds) {
     const ActiveCall call(this);
     check_open();
-    std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);
-    if (!seeds.empty() && seeds.size() != ids.size())
-      throw py::value_error("seed: expected " + std::to_string(ids.size()) + " seeds, got " + std::to_string(seeds.size()));
-    without_gil([&] {
-      pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(),
-                        observe_others);
-    });
+    queue_reset(env_id, seeds, false);
+  }
+
+  // A partial reset of a sync pool, waited for: every env's row, the others
+  // reporting their current observation.
+  py::object reset_envs(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool) {
+    const ActiveCall call(this);
+    check_open();
+    queue_reset(env_id, seeds, true);
+    std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
+    return result(std::move(batch), pool_->batch_size());
   }
 
   void reseed(uint64_t seed) {
@@ -280,6 +306,16 @@ class PyPool {
   void check_open() const {
     check_process();
     if (pool_->closed()) throw std::runtime_error("the pool is closed");
+  }
+
+  void queue_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others) {
+    std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);
+    if (!seeds.empty() && seeds.size() != ids.size())
+      throw py::value_error("seed: expected " + std::to_string(ids.size()) + " seeds, got " + std::to_string(seeds.size()));
+    without_gil([&] {
+      pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(),
+                        observe_others);
+    });
   }
 
   // numpy's cast of `arr` to T. array_t::ensure returns null (and clears the
@@ -416,14 +452,11 @@ class PyPool {
     return out;
   }
 
-  // (obs, reward, terminated, truncated, env_id, extras, values): numpy
-  // arrays viewing the batch, which stays alive (and unrecycled) while any of
-  // them does. extras is None unless an episode ended: then (done,
-  // episode_return, episode_length, final_obs or None, final_values or None).
-  // values is the (rows, len(info_names)) int32 array of the env's info
-  // values, or None; final_values the same for the steps that ended an
-  // episode, in same-step autoreset mode.
-  py::tuple result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
+  // A Result of numpy arrays viewing the batch, which stays alive (and
+  // unrecycled) while any of them does. The env's int32 info values
+  // (spec.info_names) become info[name] columns; in same-step mode the
+  // ended episodes' final values become final_info[name] with masks.
+  py::object result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
     Batch* b = batch.get();
     py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
                       [](void* p) { delete static_cast<std::shared_ptr<Batch>*>(p); });
@@ -433,26 +466,38 @@ class PyPool {
     };
     std::vector<py::ssize_t> obs_shape = obs_shape_;
     obs_shape[0] = rows;
-    py::array obs(obs_dtype_, obs_shape, {}, b->obs(0), owner);
-    const int k = b->layout().info_fields;
-    auto info_array = [&](int32_t* p) -> py::object {
-      if (k == 0) return py::none();
-      const py::ssize_t item = sizeof(int32_t);
-      return py::array_t<int32_t>({rows, static_cast<py::ssize_t>(k)}, {k * item, item}, p, owner);
+    const std::vector<std::string>& names = pool_->spec().info_names;
+    const py::ssize_t k = static_cast<py::ssize_t>(names.size());
+    // Column j of a (rows, k) int32 block: a strided view.
+    auto columns = [&](int32_t* p, py::dict into, const py::object& mask) {
+      for (py::ssize_t j = 0; j < k; ++j) {
+        into[py::str(names[j])] = py::array_t<int32_t>({rows}, {k * static_cast<py::ssize_t>(sizeof(int32_t))},
+                                                       p + j, owner);
+        if (!mask.is_none()) into[py::str("_" + names[j])] = mask;
+      }
     };
-    py::object extras = py::none();
+    py::object none = py::none();
+    py::dict info;
+    columns(b->info(0), info, none);
+    py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
     if (b->num_done.load(std::memory_order_relaxed) > 0) {
-      py::object final_obs = py::none(), final_values = py::none();
+      ended = vec(b->done());
+      ep_return = vec(b->episode_return());
+      ep_length = vec(b->episode_length());
       if (b->layout().with_final_obs) {
         final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
-        final_values = info_array(b->final_info(0));
+        py::dict finals;
+        columns(b->final_info(0), finals, ended);
+        final_info = finals;
       }
-      extras = py::make_tuple(vec(b->done()), vec(b->episode_return()), vec(b->episode_length()), final_obs,
-                              final_values);
     }
-    py::object values = info_array(b->info(0));
-    return py::make_tuple(obs, vec(b->reward()), vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), extras,
-                          values);
+    py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner), vec(b->reward()),
+                          vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), ended, ep_return, ep_length,
+                          final_obs, info, final_info};
+    PyObject* r = PyStructSequence_New(result_type);
+    if (r == nullptr) throw py::error_already_set();
+    for (Py_ssize_t i = 0; i < 11; ++i) PyStructSequence_SetItem(r, i, items[i].release().ptr());
+    return py::reinterpret_steal<py::object>(r);
   }
 
   const pid_t pid_ = getpid();
@@ -469,6 +514,10 @@ class PyPool {
 PYBIND11_MODULE(_core, m) {
   using fastvec::bindings::PyPool;
   m.doc() = "fastvec's native pool (private; use fastvec.make)";
+  m.attr("ale_py_version") = FASTVEC_ALE_PY_VERSION;
+  fastvec::bindings::result_type = PyStructSequence_NewType(&fastvec::bindings::kResultDesc);
+  if (fastvec::bindings::result_type == nullptr) throw py::error_already_set();
+  m.attr("Result") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(fastvec::bindings::result_type));
   fastvec::bindings::register_classic_control();
 #ifdef FASTVEC_WITH_ATARI
   fastvec::bindings::register_atari();
@@ -482,7 +531,8 @@ PYBIND11_MODULE(_core, m) {
       [](const std::map<std::string, double>& options, const std::map<std::string, std::string>& strings, int steps,
          bool preprocess) {
         return fastvec::bindings::without_gil([&] {
-          return fastvec::envs::atari_loop_rate(fastvec::core::Options(options, strings), steps, preprocess);
+          return fastvec::envs::atari_loop_rate(
+              fastvec::core::Options(fastvec::envs::Atari::options(), options, strings), steps, preprocess);
         });
       },
       py::arg("options"), py::arg("string_options"), py::arg("steps"), py::arg("preprocess"));
@@ -503,10 +553,44 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
+  // The native envs, for fastvec.registry: each one's metadata and option table.
   m.def("native_envs", [] {
-    std::vector<std::string> names;
-    for (const auto& kv : fastvec::bindings::pool_factories()) names.push_back(kv.first);
-    return names;
+    py::list envs;
+    for (const auto& [id, entry] : fastvec::bindings::native_envs()) {
+      py::list options;
+      for (const fastvec::core::OptionSpec& o : entry.options) {
+        py::dict d;
+        d["name"] = o.name;
+        d["kind"] = fastvec::core::kind_name(o.kind);
+        using Kind = fastvec::core::OptionSpec::Kind;
+        switch (o.kind) {
+          case Kind::kBool:
+            d["default"] = py::bool_(o.fallback != 0);
+            break;
+          case Kind::kInt:
+            d["default"] = py::int_(static_cast<long long>(o.fallback));
+            break;
+          case Kind::kReal:
+            d["default"] = py::float_(o.fallback);
+            break;
+          case Kind::kString:
+            d["default"] = py::str(o.text_fallback);
+            break;
+        }
+        d["low"] = o.low;
+        d["high"] = o.high;
+        options.append(d);
+      }
+      py::dict d;
+      d["id"] = id;
+      d["max_episode_steps"] = entry.info.max_episode_steps;
+      d["reward_threshold"] = entry.info.reward_threshold;
+      d["hidden"] = entry.info.hidden;
+      d["family"] = entry.info.family;
+      d["options"] = options;
+      envs.append(d);
+    }
+    return envs;
   });
 
   py::class_<PyPool>(m, "Pool")
@@ -525,7 +609,8 @@ PYBIND11_MODULE(_core, m) {
       .def("send", &PyPool::send, py::arg("actions"), py::arg("env_id"))
       .def("recv", &PyPool::recv)
       .def("recv_rest", &PyPool::recv_rest)
-      .def("send_reset", &PyPool::send_reset, py::arg("env_id"), py::arg("seeds"), py::arg("observe_others"))
+      .def("send_reset", &PyPool::send_reset, py::arg("env_id"), py::arg("seeds"))
+      .def("reset_envs", &PyPool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
       .def("reseed", &PyPool::reseed, py::arg("seed"))
       .def("drain", &PyPool::drain)
       .def("close", &PyPool::close);

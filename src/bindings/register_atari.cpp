@@ -3,7 +3,8 @@
 
 namespace fastvec::bindings {
 
-// One native env for every game: the registry passes the game's ROM path.
-void register_atari() { add_env<envs::Atari>("Atari"); }
+// One native env for every game: fastvec/roms.py makes an id per ROM
+// (Pong-v5, ...) and passes the game's ROM path as the "rom" option.
+void register_atari() { add_env<envs::Atari>({.id = "Atari", .max_episode_steps = 27'000, .family = "atari"}); }
 
 }  // namespace fastvec::bindings

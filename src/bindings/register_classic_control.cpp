@@ -8,12 +8,13 @@
 namespace fastvec::bindings {
 
 void register_classic_control() {
-  add_env<envs::CartPole>("CartPole");
-  add_env<envs::MountainCar>("MountainCar");
-  add_env<envs::MountainCarContinuous>("MountainCarContinuous");
-  add_env<envs::Acrobot>("Acrobot");
-  add_env<envs::Pendulum>("Pendulum");
-  add_env<envs::Debug>("Debug");
+  add_env<envs::CartPole>({.id = "CartPole-v1", .max_episode_steps = 500, .reward_threshold = 475.0});
+  add_env<envs::MountainCar>({.id = "MountainCar-v0", .max_episode_steps = 200, .reward_threshold = -110.0});
+  add_env<envs::MountainCarContinuous>(
+      {.id = "MountainCarContinuous-v0", .max_episode_steps = 999, .reward_threshold = 90.0});
+  add_env<envs::Acrobot>({.id = "Acrobot-v1", .max_episode_steps = 500, .reward_threshold = -100.0});
+  add_env<envs::Pendulum>({.id = "Pendulum-v1", .max_episode_steps = 200});
+  add_env<envs::Debug>({.id = "_Debug-v0", .hidden = true});
 }
 
 }  // namespace fastvec::bindings

@@ -42,9 +42,11 @@
 #include <sched.h>
 
 #include "batch.hpp"
+#include "env.hpp"
 #include "futex.hpp"
 #include "memory.hpp"
 #include "rng.hpp"
+#include "options.hpp"
 #include "simd.hpp"
 #include "spec.hpp"
 #include "task_queue.hpp"
@@ -118,7 +120,7 @@ class PoolBase {
   virtual ~PoolBase() = default;
   virtual const Spec& spec() const = 0;
   virtual bool action_is_discrete() const = 0;
-  virtual size_t obs_itemsize() const = 0;
+  virtual const char* obs_dtype() const = 0;  // "float32" or "uint8"
   virtual int num_envs() const = 0;
   virtual int batch_size() const = 0;
   virtual int num_threads() const = 0;
@@ -159,12 +161,12 @@ class PoolBase {
   std::function<void()> interrupt_check_;
 };
 
-template <class E>
+template <NativeEnv E>
 class Pool final : public PoolBase {
  public:
   using Obs = typename E::Obs;
   using Action = typename E::Action;
-  static constexpr bool kDiscrete = std::is_integral_v<Action>;  // one action element per env
+  static constexpr bool kDiscrete = kDiscreteActions<E>;  // one action element per env
   // Cheap envs step a whole block in one call. step_block may also step envs
   // about to be reset; their results are discarded.
   static constexpr bool kHasStepBlock =
@@ -175,10 +177,12 @@ class Pool final : public PoolBase {
   Pool(const PoolConfig& config, const Options& options)
       : cfg_(config), spec_(E::spec(options)), queue_(config.batch_size == 0 || config.batch_size == config.num_envs) {
     validate_config();
+    if ((spec_.num_actions > 0) != kDiscrete)
+      throw std::logic_error("the env's spec and Action type disagree: int32 actions need num_actions > 0, "
+                             "float actions an action_shape");
     obs_size_ = 1;
     for (int64_t d : spec_.obs_shape) obs_size_ *= static_cast<size_t>(d);
-    if (spec_.num_actions == 0) {
-      action_size_ = 1;
+    if constexpr (!kDiscrete) {
       for (int64_t d : spec_.action_shape) action_size_ *= static_cast<size_t>(d);
     }
     block_size_ = cfg_.block_size > 0 ? cfg_.block_size : auto_block_size();
@@ -222,8 +226,8 @@ class Pool final : public PoolBase {
   ~Pool() override { close(); }
 
   const Spec& spec() const override { return spec_; }
-  bool action_is_discrete() const override { return spec_.num_actions > 0; }
-  size_t obs_itemsize() const override { return sizeof(Obs); }
+  bool action_is_discrete() const override { return kDiscrete; }
+  const char* obs_dtype() const override { return core::obs_dtype<E>(); }
   int num_envs() const override { return cfg_.num_envs; }
   int batch_size() const override { return cfg_.batch_size; }
   int num_threads() const override { return cfg_.num_threads; }
@@ -248,7 +252,7 @@ class Pool final : public PoolBase {
                          "(reset(options={'reset_mask': mask})) before stepping it again");
     }
     wait_blocks_free(env_ids, n);
-    if (spec_.num_actions > 0) {
+    if constexpr (kDiscrete) {
       const int64_t* a = static_cast<const int64_t*>(actions);
       for (int k = 0; k < n; ++k) actions_[env_ids[k]] = static_cast<Action>(a[k]);
     } else {

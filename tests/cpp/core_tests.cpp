@@ -1,13 +1,16 @@
-// Unit tests of src/core and the shared env math, without Python. Built and
-// run by tests/test_cpp_core.py (and by CMake with FASTVEC_BUILD_TESTS=ON,
-// e.g. under a sanitizer). Exit status 0 when every check passes.
+// Unit tests of src/core and the shared env math, without Python. Built by
+// tests/cpp/CMakeLists.txt and run by tests/test_cpp_core.py (and under a
+// sanitizer by scripts/sanitize.sh). Exit status 0 when every check passes.
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/pool.hpp"
 #include "envs/atari/divide.hpp"
 #include "envs/classic_control/cartpole.hpp"
@@ -55,7 +58,7 @@ static std::vector<float> run_cartpole(int num_envs, int batch_size, int threads
   cfg.block_size = block;
   cfg.max_episode_steps = 50;
   cfg.seed = 42;
-  core::Pool<envs::CartPole> pool(cfg, core::Options{});
+  core::Pool<envs::CartPole> pool(cfg, core::Options(envs::CartPole::options(), {}));
   std::vector<int32_t> all(num_envs);
   for (int i = 0; i < num_envs; ++i) all[i] = i;
   std::vector<int> count(num_envs, 0);
@@ -97,7 +100,7 @@ static void test_usage_errors() {
   cfg.batch_size = 2;
   cfg.num_threads = 2;
   cfg.block_size = 1;
-  core::Pool<envs::CartPole> pool(cfg, core::Options{});
+  core::Pool<envs::CartPole> pool(cfg, core::Options(envs::CartPole::options(), {}));
   bool threw = false;
   try {
     pool.recv();
@@ -143,7 +146,41 @@ static void test_divu16_is_exact() {
   CHECK(wrong == 0);
 }
 
+// An env's options: defaults from its table, kinds and ranges checked, and a
+// name the table lacks refused on both sides (caller and env).
+static void test_options_follow_the_table() {
+  using K = core::OptionSpec::Kind;
+  const core::OptionTable table = {{"steps", K::kInt, 4, 1, 64}, {"p", K::kReal, 0.25, 0, 1}, {"on", K::kBool, 1},
+                                   {"rom", K::kString}};
+  const core::Options defaults(table, {});
+  CHECK(defaults.integer("steps") == 4 && defaults.get("p") == 0.25 && defaults.flag("on") && defaults.text("rom").empty());
+  const core::Options given(table, {{"steps", 8}, {"on", 0}}, {{"rom", "pong.bin"}});
+  CHECK(given.integer("steps") == 8 && !given.flag("on") && given.text("rom") == "pong.bin");
+  const auto refused = [&](std::map<std::string, double> values, const char* needle) {
+    try {
+      core::Options o(table, values);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what()).find(needle) != std::string::npos;
+    }
+    return false;
+  };
+  CHECK(refused({{"stesp", 8}}, "unexpected option 'stesp' (accepted: steps, p, on, rom)"));
+  CHECK(refused({{"steps", 0}}, "steps must be an integer in [1, 64], got 0"));
+  CHECK(refused({{"steps", 2.5}}, "steps must be an integer"));
+  CHECK(refused({{"p", 1.5}}, "p must be in [0, 1]"));
+  CHECK(refused({{"p", NAN}}, "p must be in [0, 1]"));
+  CHECK(refused({{"on", 2}}, "on must be a bool"));
+  bool undeclared = false;
+  try {
+    (void)defaults.get("stpes");  // a typo inside an env is a bug, never a silent default
+  } catch (const std::logic_error&) {
+    undeclared = true;
+  }
+  CHECK(undeclared);
+}
+
 int main() {
+  test_options_follow_the_table();
   test_divu16_is_exact();
   test_sincos_matches_libm();
   test_determinism_across_threads_blocks_and_async();

@@ -29,14 +29,6 @@ namespace {
 constexpr int kScreenH = 210, kScreenW = 160;
 constexpr size_t kScreenSize = static_cast<size_t>(kScreenH) * kScreenW;
 
-int int_option(const core::Options& o, const char* name, double fallback, int lo, int hi) {
-  const double v = o.get(name, fallback);
-  if (!(v >= lo && v <= hi) || v != std::floor(v))
-    throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "], got " + std::to_string(v));
-  return static_cast<int>(v);
-}
-
 // ALE reports through a global logger; keep it quiet (errors only).
 void quiet_ale() {
   static std::once_flag once;
@@ -391,24 +383,39 @@ uint8_t* second_last_screen() {
 
 }  // namespace
 
-AtariOptions::AtariOptions(const core::Options& o)
-    : rom(o.get_string("rom")),
-      frame_skip(int_option(o, "frame_skip", 4, 1, 64)),
-      img_height(int_option(o, "img_height", 84, 1, kScreenH)),
-      img_width(int_option(o, "img_width", 84, 1, kScreenW)),
-      stack_num(int_option(o, "stack_num", 4, 1, 64)),
-      noop_max(int_option(o, "noop_max", 30, 0, 100000)),
-      gray_scale(o.get("gray_scale", 1) != 0),
-      use_fire_reset(o.get("use_fire_reset", 0) != 0),
-      episodic_life(o.get("episodic_life", 0) != 0),
-      reward_clip(o.get("reward_clip", 0) != 0),
-      full_action_space(o.get("full_action_space", 0) != 0),
-      channels_last(o.get("channels_last", 0) != 0) {
-  const double p = o.get("repeat_action_probability", 0.25);
-  if (!(p >= 0.0 && p <= 1.0))
-    throw std::invalid_argument("repeat_action_probability must be in [0, 1], got " + std::to_string(p));
-  repeat_action_probability = static_cast<float>(p);
+core::OptionTable Atari::options() {
+  using K = core::OptionSpec::Kind;
+  return {
+      {"frame_skip", K::kInt, 4, 1, 64},
+      {"img_height", K::kInt, 84, 1, kScreenH},
+      {"img_width", K::kInt, 84, 1, kScreenW},
+      {"gray_scale", K::kBool, 1},
+      {"stack_num", K::kInt, 4, 1, 64},
+      {"noop_max", K::kInt, 30, 0, 100000},
+      {"use_fire_reset", K::kBool, 0},
+      {"episodic_life", K::kBool, 0},
+      {"reward_clip", K::kBool, 0},
+      {"repeat_action_probability", K::kReal, 0.25, 0, 1},
+      {"full_action_space", K::kBool, 0},
+      {"channels_last", K::kBool, 0},
+      {"rom", K::kString},
+  };
 }
+
+AtariOptions::AtariOptions(const core::Options& o)
+    : rom(o.text("rom")),
+      frame_skip(o.integer("frame_skip")),
+      img_height(o.integer("img_height")),
+      img_width(o.integer("img_width")),
+      stack_num(o.integer("stack_num")),
+      noop_max(o.integer("noop_max")),
+      gray_scale(o.flag("gray_scale")),
+      use_fire_reset(o.flag("use_fire_reset")),
+      episodic_life(o.flag("episodic_life")),
+      reward_clip(o.flag("reward_clip")),
+      full_action_space(o.flag("full_action_space")),
+      channels_last(o.flag("channels_last")),
+      repeat_action_probability(static_cast<float>(o.get("repeat_action_probability"))) {}
 
 class AtariGame {
  public:

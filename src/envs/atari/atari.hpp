@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 
@@ -29,8 +30,7 @@ struct AtariOptions {
   bool channels_last = false;  // (H, W, stack * C) instead of (stack * C, H, W): RLlib's CNNs want it
   float repeat_action_probability = 0.25f;
 
-  // Reads and checks the options; throws std::invalid_argument naming the
-  // bad one.
+  // Reads the options (core::Options checked them against Atari::options()).
   explicit AtariOptions(const core::Options& o);
   int channels() const { return gray_scale ? 1 : 3; }
   size_t frame_size() const { return static_cast<size_t>(channels()) * img_height * img_width; }
@@ -43,6 +43,10 @@ class Atari {
   using Obs = uint8_t;
   using Action = int32_t;
 
+  // EnvPool's option names, gymnasium v5's defaults (ALE/<Game>-v5 with
+  // AtariPreprocessing and FrameStackObservation(4)); "rom" is the game's
+  // ROM file, filled in by fastvec's registry.
+  static core::OptionTable options();
   static core::Spec spec(const core::Options& options);
 
   Atari(int n, const core::Options& options);

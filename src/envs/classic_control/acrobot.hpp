@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/fast_math.hpp"
@@ -17,6 +18,8 @@ class Acrobot {
  public:
   using Obs = float;
   using Action = int32_t;
+
+  static core::OptionTable options() { return {}; }
 
   static core::Spec spec(const core::Options&) {
     core::Spec s;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/fast_math.hpp"
@@ -17,6 +18,8 @@ class CartPole {
  public:
   using Obs = float;
   using Action = int32_t;
+
+  static core::OptionTable options() { return {{"sutton_barto_reward", core::OptionSpec::Kind::kBool, 0}}; }
 
   static core::Spec spec(const core::Options&) {
     const double inf = std::numeric_limits<double>::infinity();
@@ -30,7 +33,7 @@ class CartPole {
   }
 
   CartPole(int n, const core::Options& o)
-      : sutton_barto_reward_(o.get("sutton_barto_reward", 0) != 0), x_(n), x_dot_(n), theta_(n), theta_dot_(n) {}
+      : sutton_barto_reward_(o.flag("sutton_barto_reward")), x_(n), x_dot_(n), theta_(n), theta_dot_(n) {}
 
   void reset(int i, core::Pcg64& rng) {
     x_[i] = rng.uniform(-0.05, 0.05);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/fast_math.hpp"
@@ -18,6 +19,8 @@ class MountainCar {
   using Obs = float;
   using Action = int32_t;
 
+  static core::OptionTable options() { return {{"goal_velocity", core::OptionSpec::Kind::kReal, 0.0}}; }
+
   static core::Spec spec(const core::Options&) {
     core::Spec s;
     s.obs_shape = {2};
@@ -28,7 +31,7 @@ class MountainCar {
     return s;
   }
 
-  MountainCar(int n, const core::Options& o) : goal_velocity_(o.get("goal_velocity", 0)), pos_(n), vel_(n) {}
+  MountainCar(int n, const core::Options& o) : goal_velocity_(o.get("goal_velocity")), pos_(n), vel_(n) {}
 
   void reset(int i, core::Pcg64& rng) {
     pos_[i] = rng.uniform(-0.6, -0.4);
@@ -63,6 +66,8 @@ class MountainCarContinuous {
   using Obs = float;
   using Action = float;
 
+  static core::OptionTable options() { return {{"goal_velocity", core::OptionSpec::Kind::kReal, 0.0}}; }
+
   static core::Spec spec(const core::Options&) {
     core::Spec s;
     s.obs_shape = {2};
@@ -76,7 +81,7 @@ class MountainCarContinuous {
   }
 
   MountainCarContinuous(int n, const core::Options& o)
-      : goal_velocity_(o.get("goal_velocity", 0)), pos_(n), vel_(n) {}
+      : goal_velocity_(o.get("goal_velocity")), pos_(n), vel_(n) {}
 
   // The reference keeps float64 state after reset and float32 state after
   // every step; so do we.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/fast_math.hpp"
@@ -15,6 +16,8 @@ class Pendulum {
  public:
   using Obs = float;
   using Action = float;
+
+  static core::OptionTable options() { return {{"g", core::OptionSpec::Kind::kReal, 10.0}}; }
 
   static core::Spec spec(const core::Options&) {
     core::Spec s;
@@ -28,7 +31,7 @@ class Pendulum {
     return s;
   }
 
-  Pendulum(int n, const core::Options& o) : g_(o.get("g", 10.0)), th_(n), thdot_(n) {}
+  Pendulum(int n, const core::Options& o) : g_(o.get("g")), th_(n), thdot_(n) {}
 
   void reset(int i, core::Pcg64& rng) {
     th_[i] = rng.uniform(-M_PI, M_PI);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
 
@@ -18,21 +19,27 @@ class Debug {
   using Obs = float;
   using Action = int32_t;
 
+  static core::OptionTable options() {
+    using K = core::OptionSpec::Kind;
+    return {{"throw_at_step", K::kInt, -1}, {"throw_on_action", K::kInt, -1}, {"sleep_us", K::kReal, 0, 0},
+            {"episode_length", K::kInt, 1'000'000, 1}};
+  }
+
   static core::Spec spec(const core::Options& o) {
     core::Spec s;
     s.obs_shape = {2};
     s.obs_low = {0.0, 0.0};
     s.obs_high = {1e9, 1e9};
     s.num_actions = 4;
-    s.step_cost_ns = o.get("sleep_us", 0) > 0 ? o.get("sleep_us", 0) * 1e3 : 50;
+    s.step_cost_ns = o.get("sleep_us") > 0 ? o.get("sleep_us") * 1e3 : 50;
     return s;
   }
 
   Debug(int n, const core::Options& o)
-      : throw_step_(static_cast<int>(o.get("throw_at_step", -1))),
-        throw_on_action_(static_cast<int>(o.get("throw_on_action", -1))),
-        sleep_us_(o.get("sleep_us", 0)),
-        episode_len_(static_cast<int>(o.get("episode_length", 1000000))),
+      : throw_step_(o.integer("throw_at_step")),
+        throw_on_action_(o.integer("throw_on_action")),
+        sleep_us_(o.get("sleep_us")),
+        episode_len_(o.integer("episode_length")),
         count_(n, 0),
         last_(n, 0) {}
 
