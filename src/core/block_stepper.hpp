@@ -1,0 +1,445 @@
+#pragma once
+// BlockStepper<E>: the envs of a pool, in blocks, and the stepping of one
+// block by whichever thread runs it (a worker, or the caller while it waits).
+//
+// Ownership:
+// - The per-env arrays (op, actions, rng, elapsed, episode_return,
+//   needs_reset, broken) of an env whose block is not running belong to the
+//   caller thread; while its block runs, to the running thread. The caller
+//   writes an env's op, actions and (on a seeded reset) rng before it queues
+//   the block (TaskQueue's mutex hands them over) and reads its flags only
+//   while the env is idle. A held env (Op::kHold: its block runs for other
+//   envs) is not touched by the run, but the caller must not write its op
+//   until the run is over: busy[b], cleared by the running thread (release,
+//   seq_cst) once it no longer touches the block, before it publishes rows.
+// - An E instance and a block's Scratch belong to the thread running it.
+// - errors_ is guarded by error_mu_.
+//
+// The pool owns the bookkeeping an env would otherwise repeat: step counts,
+// truncation, returns, autoreset and exception capture.
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "batch.hpp"
+#include "env.hpp"
+#include "futex.hpp"
+#include "pool_base.hpp"
+#include "result_ring.hpp"
+#include "rng.hpp"
+#include "simd.hpp"
+
+namespace fastvec::core {
+
+// The pool's per-step bookkeeping for a block, as one vectorizable loop:
+// step counts, returns, truncation at `limit`, and the statistics of the
+// episodes that ended. Returns whether any ended.
+FASTVEC_SIMD_CLONES inline bool count_block(int n, int32_t limit, const bool* __restrict stepped,
+                                            const float* __restrict reward, const bool* __restrict terminated,
+                                            int32_t* __restrict elapsed, double* __restrict ret,
+                                            bool* __restrict truncated, bool* __restrict ended,
+                                            double* __restrict ended_return, int32_t* __restrict ended_length) {
+  bool any_end = false;
+  for (int i = 0; i < n; ++i) {
+    const int32_t step = stepped[i] ? 1 : 0;
+    const int32_t el = elapsed[i] + step;
+    const double r = ret[i] + (stepped[i] ? static_cast<double>(reward[i]) : 0.0);
+    elapsed[i] = el;
+    ret[i] = r;
+    const bool trunc = stepped[i] & (el >= limit);
+    const bool end = stepped[i] & (terminated[i] | trunc);
+    truncated[i] = trunc;
+    ended[i] = end;
+    ended_return[i] = end ? r : 0.0;
+    ended_length[i] = end ? el : 0;
+    any_end |= end;
+  }
+  return any_end;
+}
+
+// What an env does at its block's next run.
+// kHold: the block runs for some of its other envs; this one is idle, not
+// touched and gets no row.
+enum class Op : uint8_t { kStep, kReset, kObserve, kHold };
+
+template <NativeEnv E>
+class BlockStepper {
+ public:
+  using Obs = typename E::Obs;
+  using Action = typename E::Action;
+  static constexpr bool kDiscrete = kDiscreteActions<E>;
+  // Cheap envs step a whole block in one call. step_block may also step envs
+  // about to be reset; their results are discarded.
+  static constexpr bool kHasStepBlock =
+      requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
+  // Envs with int32 info values (Spec::info_names), such as Atari's lives.
+  static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
+
+  BlockStepper(const PoolConfig& cfg, const Spec& spec, int block_size, size_t obs_size, size_t action_size)
+      : mode_(cfg.autoreset_mode),
+        limit_(cfg.max_episode_steps > 0 ? cfg.max_episode_steps : INT32_MAX),
+        sync_(cfg.batch_size == cfg.num_envs),
+        block_size_(block_size),
+        num_blocks_(cfg.num_envs / block_size),
+        obs_size_(obs_size),
+        action_size_(action_size),
+        info_fields_(spec.info_names.size()) {
+    const int n = cfg.num_envs;
+    busy = std::vector<std::atomic<int>>(static_cast<size_t>(num_blocks_));
+    rng.reserve(n);
+    for (int i = 0; i < n; ++i) rng.push_back(env_rng(cfg.seed, static_cast<uint32_t>(i)));
+    elapsed.assign(n, 0);
+    episode_return.assign(n, 0.0);
+    needs_reset.assign(n, 0);
+    broken.assign(n, 0);
+    op.assign(n, Op::kStep);
+    actions.assign(static_cast<size_t>(n) * action_size_, Action{});
+    const bool final_obs = mode_ == AutoresetMode::kSameStep;
+    scratch_.resize(num_blocks_);
+    for (Scratch& s : scratch_) s.resize(block_size_, final_obs ? obs_size_ : 0, final_obs ? info_fields_ : 0);
+    blocks_.resize(num_blocks_);
+  }
+
+  int num_blocks() const { return num_blocks_; }
+
+  // Makes block b's E (a ROM load can be slow: the pool runs this on its
+  // threads, one block each).
+  void construct(int b, const Options& options) { blocks_[b] = std::make_unique<E>(block_size_, options); }
+
+  // Steps block b, then claims its rows in the ring and writes them: one row
+  // per env, but none for envs held (a send for part of the block).
+  void run(int b, ResultRing& ring) {
+    E& env = *blocks_[b];
+    Scratch& s = scratch_[b];
+    const int base = b * block_size_, n = block_size_;
+    s.failed = false;
+    // Envs that reset instead of stepping (explicitly, or by next-step
+    // autoreset), only report their observation, or are held; envs of the
+    // last two kinds must not step, so they take the env-by-env path.
+    uint8_t special = 0, one_by_one = 0;
+    int held = 0;
+    for (int e = base; e < base + n; ++e) {
+      special |= static_cast<uint8_t>(op[e] != Op::kStep) | needs_reset[e];
+      one_by_one |= static_cast<uint8_t>(op[e] == Op::kObserve || op[e] == Op::kHold);
+      held += op[e] == Op::kHold;
+    }
+    if (!special) {
+      step_all(env, s, base);
+    } else if (kHasStepBlock && !one_by_one) {
+      // A few envs of a cheap block reset: step the whole block in its
+      // tight loop, then reset those few, discarding their step.
+      step_all(env, s, base);
+      reset_finished(env, s, base);
+    } else {
+      step_each(env, s, base);
+    }
+    count_steps(env, s, base);
+
+    const int64_t pos = ring.claim(n - held);
+    if (held == 0 && (sync_ || ring.one_slot(pos, n))) {
+      // The common case: the whole block, contiguous rows of one slot.
+      ResultRing::Slot& slot = ring.slot_of(pos);
+      const int ended = write_block(env, s, base, *slot.batch, sync_ ? base : ring.row_of(pos));
+      release(b);
+      ResultRing::publish(slot, n, ended);
+      return;
+    }
+    // Some envs held, or rows that straddle two slots (after a partial send
+    // the write cursor is no longer block-aligned): row by row. In sync mode
+    // a row sits at its env's position.
+    ResultRing::Slot* slots[2] = {&ring.slot_of(pos), nullptr};
+    int rows[2] = {0, 0}, ended[2] = {0, 0};
+    for (int i = 0, k = 0; i < n; ++i) {
+      if (op[base + i] == Op::kHold) continue;
+      const int64_t p = pos + k++;
+      const int which = &ring.slot_of(p) == slots[0] ? 0 : 1;
+      slots[which] = &ring.slot_of(p);
+      ended[which] += write_row(env, s, base, i, *slots[which]->batch, sync_ ? base + i : ring.row_of(p));
+      ++rows[which];
+    }
+    release(b);
+    for (int which = 0; which < 2; ++which)
+      if (rows[which] > 0) ResultRing::publish(*slots[which], rows[which], ended[which]);
+  }
+
+  // Called by the caller thread: raises (EnvError) the first error of an env
+  // among the `rows` rows of `batch`, and forgets those envs' errors.
+  void rethrow_env_error(Batch& batch, int rows, int num_envs) {
+    if (!has_error_.load(std::memory_order_acquire)) return;
+    std::vector<uint8_t> in_batch(num_envs, 0);
+    for (int r = 0; r < rows; ++r) in_batch[batch.env_id()[r]] = 1;
+    std::string msg;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      auto it = std::find_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; });
+      if (it == errors_.end()) return;
+      msg = it->second;
+      errors_.erase(std::remove_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; }),
+                    errors_.end());
+      has_error_.store(!errors_.empty(), std::memory_order_release);
+    }
+    throw EnvError(msg);
+  }
+
+  // Called by the caller thread with nothing in flight: forgets every error.
+  void clear_errors() {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    errors_.clear();
+    has_error_.store(false, std::memory_order_release);
+  }
+
+  // Per env; owned as described at the top of this file.
+  std::vector<Op> op;
+  std::vector<Action> actions;
+  std::vector<Pcg64> rng;
+  std::vector<int32_t> elapsed;
+  std::vector<double> episode_return;
+  std::vector<uint8_t> needs_reset, broken;
+  // Per block: 1 (or ResultRing::kClosedMark, at close) from dispatch until
+  // the running thread is done with it; waiters announce themselves in
+  // block_waiters. Set by the caller, cleared by the running thread.
+  std::vector<std::atomic<int>> busy;
+  std::atomic<int> block_waiters{0};
+
+ private:
+  // Per-block results of phase one (stepping), owned by the running thread.
+  // Flags are bool, not uint8_t: a store through a char type may alias
+  // anything, and would stop the compiler keeping the env's arrays in
+  // registers across the step loop.
+  struct Scratch {
+    std::vector<float> reward;
+    std::unique_ptr<bool[]> terminated, truncated, ended, stepped;
+    std::vector<double> episode_return;
+    std::vector<int32_t> episode_length;
+    std::vector<Obs> final_obs;
+    std::vector<int32_t> final_info;
+    bool failed = false;  // some env of the block threw this round
+    void resize(int n, size_t final_obs_size, size_t final_info_fields) {
+      reward.assign(n, 0.f);
+      for (auto* flags : {&terminated, &truncated, &ended, &stepped}) flags->reset(new bool[n]());
+      episode_return.assign(n, 0.0);
+      episode_length.assign(n, 0);
+      final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
+      final_info.assign(static_cast<size_t>(n) * final_info_fields, 0);
+    }
+  };
+
+  // Runs f() for env i of the block (env e); an exception is recorded as
+  // that env's error, and the env reports zeros until it is reset.
+  template <class F>
+  void guarded(int e, int i, Scratch& s, F&& f) {
+    try {
+      f();
+    } catch (const std::exception& ex) {
+      record_error(e, ex.what(), i, s);
+    } catch (...) {
+      record_error(e, "unknown exception", i, s);
+    }
+  }
+
+  void reset_env(E& env, int i, int e) {
+    env.reset(i, rng[e]);
+    elapsed[e] = 0;
+    episode_return[e] = 0.0;
+    needs_reset[e] = 0;
+    broken[e] = 0;
+  }
+
+  // Phase one, the common case: every env of the block takes an ordinary
+  // step, in a tight loop over the block's structure-of-arrays state.
+  void step_all(E& env, Scratch& s, int base) {
+    const int n = block_size_;
+    std::fill(s.stepped.get(), s.stepped.get() + n, true);
+    const Action* a = actions.data() + static_cast<size_t>(base) * action_size_;
+    float* __restrict reward = s.reward.data();
+    bool* __restrict terminated = s.terminated.get();
+    if constexpr (kHasStepBlock) {
+      static_assert(noexcept(env.step_block(n, a, reward, terminated)), "step_block must not throw");
+      env.step_block(n, a, reward, terminated);
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      guarded(base + i, i, s, [&] {
+        const StepResult r = env.step(i, kDiscrete ? a + i : a + i * action_size_);
+        reward[i] = r.reward;
+        terminated[i] = r.terminated;
+      });
+    }
+  }
+
+  // After step_all on a block with resets: envs due a reset (explicit, or
+  // next-step autoreset) reset now, and their step is discarded.
+  void reset_finished(E& env, Scratch& s, int base) {
+    for (int i = 0; i < block_size_; ++i) {
+      const int e = base + i;
+      if (op[e] != Op::kReset && !needs_reset[e]) continue;
+      s.reward[i] = 0.f;
+      s.terminated[i] = false;
+      s.stepped[i] = false;
+      guarded(e, i, s, [&] { reset_env(env, i, e); });
+    }
+  }
+
+  // Phase one, the general case: each env resets, reports its observation,
+  // steps, or (held) does nothing, as its op and the autoreset mode say.
+  void step_each(E& env, Scratch& s, int base) {
+    for (int i = 0; i < block_size_; ++i) {
+      const int e = base + i;
+      s.reward[i] = 0.f;
+      s.terminated[i] = false;
+      s.stepped[i] = false;
+      if (op[e] == Op::kHold) continue;
+      if (broken[e]) s.failed = true;  // an observed broken env reports zeros
+      guarded(e, i, s, [&] {
+        if (op[e] == Op::kReset ||
+            (op[e] == Op::kStep && needs_reset[e] && mode_ == AutoresetMode::kNextStep)) {
+          reset_env(env, i, e);
+        } else if (op[e] == Op::kStep) {
+          const StepResult r = env.step(i, &actions[static_cast<size_t>(e) * action_size_]);
+          s.reward[i] = r.reward;
+          s.terminated[i] = r.terminated;
+          s.stepped[i] = true;
+        }
+      });
+    }
+  }
+
+  // Phase two: the pool's bookkeeping for the envs that stepped: step
+  // counts, truncation, returns; episodes that ended are recorded and, in
+  // same-step mode, reset here.
+  void count_steps(E& env, Scratch& s, int base) {
+    const int n = block_size_;
+    const bool any_end =
+        count_block(n, limit_, s.stepped.get(), s.reward.data(), s.terminated.get(), &elapsed[base],
+                    &episode_return[base], s.truncated.get(), s.ended.get(), s.episode_return.data(),
+                    s.episode_length.data());
+    if (!any_end) return;
+    for (int i = 0; i < n; ++i) {
+      if (!s.ended[i]) continue;
+      const int e = base + i;
+      if (mode_ != AutoresetMode::kSameStep) {
+        needs_reset[e] = 1;
+        continue;
+      }
+      guarded(e, i, s, [&] {
+        env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
+        if constexpr (kHasInfo) env.write_info(i, &s.final_info[static_cast<size_t>(i) * info_fields_]);
+        reset_env(env, i, e);
+      });
+    }
+  }
+
+  // Writes the rows of every env of the block into rows row0.. of `out`;
+  // returns how many episodes ended.
+  int write_block(E& env, Scratch& s, int base, Batch& out, int row0) {
+    const int n = block_size_;
+    Obs* obs = reinterpret_cast<Obs*>(out.obs(row0));
+    if constexpr (requires { env.write_obs_block(n, obs); }) {
+      static_assert(noexcept(env.write_obs_block(n, obs)), "write_obs_block must not throw");
+      env.write_obs_block(n, obs);
+    } else {
+      for (int i = 0; i < n; ++i) write_obs(env, s, base, i, obs + static_cast<size_t>(i) * obs_size_);
+    }
+    if constexpr (kHasInfo) {
+      static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
+      for (int i = 0; i < n; ++i) env.write_info(i, out.info(row0 + i));
+    }
+    std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
+    std::memcpy(out.terminated() + row0, s.terminated.get(), n);
+    std::memcpy(out.truncated() + row0, s.truncated.get(), n);
+    std::memcpy(out.done() + row0, s.ended.get(), n);
+    std::memcpy(out.episode_return() + row0, s.episode_return.data(), n * sizeof(double));
+    std::memcpy(out.episode_length() + row0, s.episode_length.data(), n * sizeof(int32_t));
+    int32_t* ids = out.env_id() + row0;
+    int ended = 0;
+    for (int i = 0; i < n; ++i) {
+      ids[i] = base + i;
+      ended += s.ended[i];
+    }
+    if (out.layout().with_final_obs && ended) {
+      for (int i = 0; i < n; ++i)
+        if (s.ended[i]) write_final(s, i, out, row0 + i);
+    }
+    if (s.failed) {  // an env that threw reports zeros, never a half-written state
+      for (int i = 0; i < n; ++i)
+        if (broken[base + i]) std::fill_n(obs + static_cast<size_t>(i) * obs_size_, obs_size_, Obs{});
+    }
+    return ended;
+  }
+
+  // Writes env i's row into `row` of `out`; returns whether its episode ended.
+  bool write_row(E& env, Scratch& s, int base, int i, Batch& out, int row) {
+    Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
+    write_obs(env, s, base, i, obs);
+    if (broken[base + i]) std::fill_n(obs, obs_size_, Obs{});  // an env that threw reports zeros
+    if constexpr (kHasInfo) env.write_info(i, out.info(row));
+    out.reward()[row] = s.reward[i];
+    out.terminated()[row] = s.terminated[i];
+    out.truncated()[row] = s.truncated[i];
+    out.done()[row] = s.ended[i];
+    out.episode_return()[row] = s.episode_return[i];
+    out.episode_length()[row] = s.episode_length[i];
+    out.env_id()[row] = base + i;
+    if (out.layout().with_final_obs && s.ended[i]) write_final(s, i, out, row);
+    return s.ended[i];
+  }
+
+  void write_obs(E& env, Scratch& s, int base, int i, Obs* out) {
+    try {
+      env.write_obs(i, out);
+    } catch (...) {
+      record_error(base + i, "exception while writing the observation", i, s);
+    }
+  }
+
+  // Same-step autoreset: the last observation and info values of the episode that ended.
+  void write_final(const Scratch& s, int i, Batch& out, int row) const {
+    std::memcpy(out.final_obs(row), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
+    if (info_fields_ > 0)
+      std::memcpy(out.final_info(row), &s.final_info[i * info_fields_], info_fields_ * sizeof(int32_t));
+  }
+
+  // Called by the running thread once it no longer touches block b's envs
+  // or scratch: the caller may send the block's held envs again. Before the
+  // rows are published, so that a received row implies a free block.
+  void release(int b) {
+    busy[b].store(0, std::memory_order_seq_cst);
+    if (block_waiters.load(std::memory_order_seq_cst)) futex_wake_all(busy[b]);
+  }
+
+  void record_error(int e, const std::string& what, int i, Scratch& s) {
+    broken[e] = 1;
+    needs_reset[e] = 1;
+    s.failed = true;
+    s.reward[i] = 0.f;
+    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = false;
+    s.episode_return[i] = 0.0;
+    s.episode_length[i] = 0;
+    std::lock_guard<std::mutex> lock(error_mu_);
+    errors_.emplace_back(e, "env " + std::to_string(e) + " raised: " + what);
+    has_error_.store(true, std::memory_order_release);
+  }
+
+  const AutoresetMode mode_;
+  const int32_t limit_;
+  const bool sync_;
+  const int block_size_, num_blocks_;
+  const size_t obs_size_, action_size_, info_fields_;
+  std::vector<std::unique_ptr<E>> blocks_;
+  std::vector<Scratch> scratch_;
+
+  std::mutex error_mu_;
+  std::vector<std::pair<int, std::string>> errors_;  // (env id, message); guarded by error_mu_
+  std::atomic<bool> has_error_{false};
+};
+
+}  // namespace fastvec::core
