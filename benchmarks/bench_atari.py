@@ -90,8 +90,9 @@ class LoopBaseline:
 
     def warm_up(self, seconds: float) -> None:
         self._estimate = self._rate(self._options, self._strings, 200, self._preprocess)
-        self._estimate = self._rate(self._options, self._strings, max(200, int(self._estimate * seconds)),
-                                    self._preprocess)
+        self._estimate = self._rate(
+            self._options, self._strings, max(200, int(self._estimate * seconds)), self._preprocess
+        )
 
     def measure(self, seconds: float) -> dict[str, Any]:
         share = bench.CpuShare()
@@ -138,9 +139,17 @@ class Contender:
 
 
 def _threaded(prefix: str, name: str, package: str, make: Callable[[int, int, bool], Any]) -> list[Contender]:
-    return [Contender(f"{prefix}-{mode}-t{t}", f"{name} {mode}", package,
-                      lambda n, t=t, a=(mode == "async"): make(n, t, a), threads=t)
-            for mode in ("sync", "async") for t in (1, 2)]
+    return [
+        Contender(
+            f"{prefix}-{mode}-t{t}",
+            f"{name} {mode}",
+            package,
+            lambda n, t=t, a=(mode == "async"): make(n, t, a),
+            threads=t,
+        )
+        for mode in ("sync", "async")
+        for t in (1, 2)
+    ]
 
 
 CONTENDERS = [
@@ -150,8 +159,9 @@ CONTENDERS = [
     Contender("sb3-subproc", "SB3 SubprocVecEnv (fork)", "stable_baselines3", make_sb3, uses_processes=True),
     Contender("gym-async", "gymnasium AsyncVectorEnv (fork)", "gymnasium", make_gym_async, uses_processes=True),
     Contender("loop-raw", "1 ALE, C++ loop, emulation only", "fastvec", lambda n: LoopBaseline(False), baseline=True),
-    Contender("loop-pre", "1 ALE, C++ loop, with preprocessing", "fastvec", lambda n: LoopBaseline(True),
-              baseline=True),
+    Contender(
+        "loop-pre", "1 ALE, C++ loop, with preprocessing", "fastvec", lambda n: LoopBaseline(True), baseline=True
+    ),
 ]
 BY_KEY = {c.key: c for c in CONTENDERS}
 GROUPS = list(dict.fromkeys(c.group for c in CONTENDERS))
@@ -162,8 +172,9 @@ FV_SYNC, FV_ASYNC = "fastvec sync", "fastvec async"
 # -- measuring -----------------------------------------------------------------
 
 
-def run_grid(chosen: list[Contender], num_envs: int, args: argparse.Namespace) -> tuple[dict[str, bench.Cell],
-                                                                                         dict[str, float]]:
+def run_grid(
+    chosen: list[Contender], num_envs: int, args: argparse.Namespace
+) -> tuple[dict[str, bench.Cell], dict[str, float]]:
     """Every chosen contender at one num_envs, interleaved over args.reps repetitions; and construction times."""
     cells = {c.key: bench.Cell() for c in chosen}
     runners: dict[str, Any] = {}
@@ -275,8 +286,10 @@ def group_status(cells: dict[str, bench.Cell], group: str) -> str:
 
 
 def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> list[str]:
-    rows = ["| contender (best num_threads) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
-            "|---|" + "---:|" * len(sizes)]
+    rows = [
+        "| contender (best num_threads) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
     for g in groups:
         out = []
         for n in sizes:
@@ -299,37 +312,63 @@ def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dic
     return rows
 
 
-def _ratio(a: tuple[str, bench.Cell] | None, b: tuple[str, bench.Cell] | None,
-           scale: float = 1.0) -> dict[str, Any] | None:
+def _ratio(
+    a: tuple[str, bench.Cell] | None, b: tuple[str, bench.Cell] | None, scale: float = 1.0
+) -> dict[str, Any] | None:
     """Median over median, and the worst and best case (min over max, max over min)."""
     if a is None or b is None:
         return None
     (ka, ca), (kb, cb) = a, b
-    return {"value": ca.median / cb.median / scale, "low": min(ca.steps_per_s) / max(cb.steps_per_s) / scale,
-            "high": max(ca.steps_per_s) / min(cb.steps_per_s) / scale, "of": ka, "to": kb}
+    return {
+        "value": ca.median / cb.median / scale,
+        "low": min(ca.steps_per_s) / max(cb.steps_per_s) / scale,
+        "high": max(ca.steps_per_s) / min(cb.steps_per_s) / scale,
+        "of": ka,
+        "to": kb,
+    }
 
 
 RATIOS: list[tuple[str, Callable[[dict[str, bench.Cell]], dict[str, Any] | None], bool]] = [
-    ("fastvec sync / ale-py AtariVectorEnv sync",
-     lambda c: _ratio(best(c, FV_SYNC), best(c, "ale-py AtariVectorEnv sync")), False),
-    ("fastvec async / ale-py AtariVectorEnv async",
-     lambda c: _ratio(best(c, FV_ASYNC), best(c, "ale-py AtariVectorEnv async")), False),
+    (
+        "fastvec sync / ale-py AtariVectorEnv sync",
+        lambda c: _ratio(best(c, FV_SYNC), best(c, "ale-py AtariVectorEnv sync")),
+        False,
+    ),
+    (
+        "fastvec async / ale-py AtariVectorEnv async",
+        lambda c: _ratio(best(c, FV_ASYNC), best(c, "ale-py AtariVectorEnv async")),
+        False,
+    ),
     ("fastvec sync / EnvPool sync", lambda c: _ratio(best(c, FV_SYNC), best(c, "EnvPool sync")), False),
     ("fastvec async / EnvPool async", lambda c: _ratio(best(c, FV_ASYNC), best(c, "EnvPool async")), False),
-    ("fastvec (best mode) / SB3 SubprocVecEnv",
-     lambda c: _ratio(best_fastvec(c), best(c, "SB3 SubprocVecEnv (fork)")), False),
-    ("fastvec (best mode) / gymnasium AsyncVectorEnv",
-     lambda c: _ratio(best_fastvec(c), best(c, "gymnasium AsyncVectorEnv (fork)")), False),
-    ("fastvec (best mode) as % of 2 x raw emulation (target at 8+ envs)",
-     lambda c: _ratio(best_fastvec(c), best(c, RAW), 2 / 100), True),
-    ("fastvec (best mode) as % of 2 x C++ loop with preprocessing",
-     lambda c: _ratio(best_fastvec(c), best(c, PRE), 2 / 100), True),
+    (
+        "fastvec (best mode) / SB3 SubprocVecEnv",
+        lambda c: _ratio(best_fastvec(c), best(c, "SB3 SubprocVecEnv (fork)")),
+        False,
+    ),
+    (
+        "fastvec (best mode) / gymnasium AsyncVectorEnv",
+        lambda c: _ratio(best_fastvec(c), best(c, "gymnasium AsyncVectorEnv (fork)")),
+        False,
+    ),
+    (
+        "fastvec (best mode) as % of 2 x raw emulation (target at 8+ envs)",
+        lambda c: _ratio(best_fastvec(c), best(c, RAW), 2 / 100),
+        True,
+    ),
+    (
+        "fastvec (best mode) as % of 2 x C++ loop with preprocessing",
+        lambda c: _ratio(best_fastvec(c), best(c, PRE), 2 / 100),
+        True,
+    ),
 ]
 
 
 def ratio_table(sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> tuple[list[str], dict[str, Any]]:
-    rows = ["| ratio of medians [worst-best] | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
-            "|---|" + "---:|" * len(sizes)]
+    rows = [
+        "| ratio of medians [worst-best] | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
     doc: dict[str, Any] = {}
     for name, fn, percent in RATIOS:
         out = []
@@ -347,22 +386,28 @@ def ratio_table(sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> tup
 
 
 def memory_table(memory: dict[str, dict[str, Any]], num_envs: int) -> list[str]:
-    rows = [f"| contender @ {num_envs} envs | RSS, all processes | PSS, all processes | processes | "
-            "interpreter before construction (RSS) |", "|---|---:|---:|---:|---:|"]
+    rows = [
+        f"| contender @ {num_envs} envs | RSS, all processes | PSS, all processes | processes | "
+        "interpreter before construction (RSS) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for key, m in memory.items():
         if m["status"] != "ok":
             rows.append(f"| {key} | {m['status']} | | | |")
             continue
         pss = f"{m['pss_mib']:.0f} MiB" if m["pss_mib"] is not None else "n/a"
-        rows.append(f"| {key} | {m['rss_mib']:.0f} MiB | {pss} | {m['processes']} | "
-                    f"{m['interpreter_rss_mib']:.0f} MiB |")
+        rows.append(
+            f"| {key} | {m['rss_mib']:.0f} MiB | {pss} | {m['processes']} | {m['interpreter_rss_mib']:.0f} MiB |"
+        )
     return rows
 
 
 def construction_table(chosen: list[Contender], sizes: list[int], built: dict[int, dict[str, float]]) -> list[str]:
     keys = [c.key for c in chosen if not c.baseline]
-    rows = ["| construction + reset + warm-up (s) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
-            "|---|" + "---:|" * len(sizes)]
+    rows = [
+        "| construction + reset + warm-up (s) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
     for k in keys:
         rows.append(f"| {k} | " + " | ".join(f"{built[n][k]:.1f}" if k in built[n] else "-" for n in sizes) + " |")
     return rows
@@ -373,16 +418,27 @@ def construction_table(chosen: list[Contender], sizes: list[int], built: dict[in
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--num-envs", type=int, nargs="+", default=list(DEFAULT_NUM_ENVS),
-                   help="num_envs values (default: %(default)s)")
+    p.add_argument(
+        "--num-envs", type=int, nargs="+", default=list(DEFAULT_NUM_ENVS), help="num_envs values (default: %(default)s)"
+    )
     p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, default=3, help="interleaved repetitions per contender (default 3)")
-    p.add_argument("--warmup", type=float, help="untimed seconds per contender after its reset (default: "
-                                                 "min(0.5, seconds/4))")
-    p.add_argument("--contenders", nargs="+", default=["*"], metavar="PATTERN",
-                   help="keys or glob patterns (default: all): " + ", ".join(BY_KEY))
-    p.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True,
-                   help="measure memory in a fresh interpreter per contender (default: on)")
+    p.add_argument(
+        "--warmup", type=float, help="untimed seconds per contender after its reset (default: min(0.5, seconds/4))"
+    )
+    p.add_argument(
+        "--contenders",
+        nargs="+",
+        default=["*"],
+        metavar="PATTERN",
+        help="keys or glob patterns (default: all): " + ", ".join(BY_KEY),
+    )
+    p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure memory in a fresh interpreter per contender (default: on)",
+    )
     p.add_argument("--memory-envs", type=int, default=MEMORY_NUM_ENVS, help="num_envs of the memory probe")
     p.add_argument("--json", metavar="PATH", help="also write every measurement as JSON to PATH")
     p.add_argument("--verbose", action="store_true", help="also print every num_threads variant")
@@ -434,22 +490,34 @@ def main(argv: list[str] | None = None) -> int:
 
     groups = [g for g in GROUPS if any(c.group == g for c in args.chosen)]
     ratios, ratio_doc = ratio_table(sizes, grid)
-    out = [f"# Pong-v5 throughput: agent steps/s median [min-max] / frames/s median, {args.reps} x {args.seconds:g} s",
-           "", f"command: `{command}`", "", *throughput_table(groups, sizes, grid), ""]
+    out = [
+        f"# Pong-v5 throughput: agent steps/s median [min-max] / frames/s median, {args.reps} x {args.seconds:g} s",
+        "",
+        f"command: `{command}`",
+        "",
+        *throughput_table(groups, sizes, grid),
+        "",
+    ]
     if args.verbose:
         out += ["Every num_threads variant (T = num_threads):", "", *per_key_table(args.chosen, sizes, grid), ""]
     out += ["Ratios (best num_threads on each side; sync vs sync, async vs async):", "", *ratios, ""]
     if memory:
-        out += [f"Memory at {args.memory_envs} envs, after 1 s of stepping, each contender in a fresh interpreter "
-                "(RSS counts shared pages once per process; PSS splits them):", "",
-                *memory_table(memory, args.memory_envs), ""]
+        out += [
+            f"Memory at {args.memory_envs} envs, after 1 s of stepping, each contender in a fresh interpreter "
+            "(RSS counts shared pages once per process; PSS splits them):",
+            "",
+            *memory_table(memory, args.memory_envs),
+            "",
+        ]
     out += [*construction_table(args.chosen, sizes, built), ""]
     busy = sorted(f"{k}@{n}" for n, cells in grid.items() for k, c in cells.items() if c.disturbed)
     if busy:
         load["busy"] = True
         measured = sum(bool(c.steps_per_s) for cells in grid.values() for c in cells.values())
-        load["busy_reasons"].append(f"{len(busy)} of {measured} cells measured while other processes were busy"
-                                    + (": " + ", ".join(busy) if len(busy) <= 8 else ""))
+        load["busy_reasons"].append(
+            f"{len(busy)} of {measured} cells measured while other processes were busy"
+            + (": " + ", ".join(busy) if len(busy) <= 8 else "")
+        )
     out += [
         "Same work everywhere: frame skip 4 + max-pool, 84x84 gray (area resize), stack 4, noop_max 30, sticky 0.25, "
         "no episodic life, no reward clip, no fire reset (SB3's AtariWrapper adds FireResetEnv for Pong regardless: "
@@ -458,10 +526,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{bench.BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition.",
         f"machine: {bench.cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
         f"{platform.platform()}",
-        "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items())
+        "versions: "
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
         + f"; this checkout: {checkout_state()}; installed fastvec built {_built_at()}",
-        "load average before: " + " ".join(f"{x:.2f}" for x in load["load_before"])
-        + "; after: " + " ".join(f"{x:.2f}" for x in load["load_after"])
+        "load average before: "
+        + " ".join(f"{x:.2f}" for x in load["load_before"])
+        + "; after: "
+        + " ".join(f"{x:.2f}" for x in load["load_after"])
         + f"; other processes' CPU share before: {_pct(load['other_cpu_share_before'])}, "
         f"during: {_pct(load['other_cpu_share'])}",
         f"wall time: {elapsed:.0f} s",
@@ -471,13 +542,31 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(out))
     if args.json:
         doc = {
-            "command": command, "seconds": args.seconds, "reps": args.reps, "settings": ATARI,
-            "max_episode_steps": MAX_EPISODE_STEPS, "versions": versions, "load": load, "wall_seconds": elapsed,
-            "results": {str(n): {k: {"status": c.status, "median_steps_per_s": c.median, "steps_per_s": c.steps_per_s,
-                                     "us_per_call": c.us_per_call, "other_cpu_share": c.other_cpu,
-                                     "construct_seconds": built[n].get(k), "num_threads": BY_KEY[k].threads}
-                                 for k, c in cells.items()} for n, cells in grid.items()},
-            "ratios": ratio_doc, "memory": {"num_envs": args.memory_envs, "contenders": memory},
+            "command": command,
+            "seconds": args.seconds,
+            "reps": args.reps,
+            "settings": ATARI,
+            "max_episode_steps": MAX_EPISODE_STEPS,
+            "versions": versions,
+            "load": load,
+            "wall_seconds": elapsed,
+            "results": {
+                str(n): {
+                    k: {
+                        "status": c.status,
+                        "median_steps_per_s": c.median,
+                        "steps_per_s": c.steps_per_s,
+                        "us_per_call": c.us_per_call,
+                        "other_cpu_share": c.other_cpu,
+                        "construct_seconds": built[n].get(k),
+                        "num_threads": BY_KEY[k].threads,
+                    }
+                    for k, c in cells.items()
+                }
+                for n, cells in grid.items()
+            },
+            "ratios": ratio_doc,
+            "memory": {"num_envs": args.memory_envs, "contenders": memory},
         }
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
@@ -500,8 +589,9 @@ def checkout_state() -> str:
     try:
         git = ["git", "-C", repo]
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True)
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")

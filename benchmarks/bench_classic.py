@@ -21,8 +21,19 @@ import warnings
 from fastvec import bench
 
 ENV_ID = "CartPole-v1"
-KEYS = ("fastvec", "fastvec-t1", "fastvec-t2", "fastvec-async", "gym-numpy", "gym-async", "sb3-subproc",
-        "envpool-t1", "envpool-t2", "envpool-async-t1", "envpool-async-t2")
+KEYS = (
+    "fastvec",
+    "fastvec-t1",
+    "fastvec-t2",
+    "fastvec-async",
+    "gym-numpy",
+    "gym-async",
+    "sb3-subproc",
+    "envpool-t1",
+    "envpool-t2",
+    "envpool-async-t1",
+    "envpool-async-t2",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = p.parse_args(argv)
     args.warmup = min(0.5, args.seconds / 4)
-    chosen = [c for c in bench.CONTENDERS
-              if c.key in KEYS and any(fnmatch.fnmatch(c.key, pat) for pat in args.contenders)]
+    chosen = [
+        c for c in bench.CONTENDERS if c.key in KEYS and any(fnmatch.fnmatch(c.key, pat) for pat in args.contenders)
+    ]
     if not chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(KEYS)}")
     warnings.filterwarnings("ignore")
@@ -56,10 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 
     ratios = [
         bench.ratio("fastvec / gymnasium CartPoleVectorEnv (numpy) at 4096 envs", 5, grid, 4096, ["gym-numpy"]),
-        bench.ratio("fastvec / EnvPool sync (best num_threads) at 4096 envs", 100, grid, 4096,
-                    ["envpool-t1", "envpool-t2"]),
-        bench.ratio("fastvec / EnvPool (best of sync, async, num_threads) at 8 envs", 3, grid, 8,
-                    ["envpool-t1", "envpool-t2", "envpool-async-t1", "envpool-async-t2"]),
+        bench.ratio(
+            "fastvec / EnvPool sync (best num_threads) at 4096 envs", 100, grid, 4096, ["envpool-t1", "envpool-t2"]
+        ),
+        bench.ratio(
+            "fastvec / EnvPool (best of sync, async, num_threads) at 8 envs",
+            3,
+            grid,
+            8,
+            ["envpool-t1", "envpool-t2", "envpool-async-t1", "envpool-async-t2"],
+        ),
     ]
     rt = bench.round_trip(rt_cells or {})
     print(f"# {ENV_ID} throughput, env steps/s: median [min-max] of {args.reps} x {args.seconds:g} s\n")
@@ -69,22 +87,32 @@ def main(argv: list[str] | None = None) -> int:
         if r.value is None:
             print(f"| {r.name} | n/a ({r.note}) | {r.target} | - |")
         else:
-            print(f"| {r.name} | {r.value:.1f}x [{r.low:.1f}-{r.high:.1f}] | {r.target} | "
-                  f"{'yes' if r.met else 'NO'} |")
+            print(f"| {r.name} | {r.value:.1f}x [{r.low:.1f}-{r.high:.1f}] | {r.target} | {'yes' if r.met else 'NO'} |")
     for key, v in rt.items():
         if "median_us" in v:
             target, met = ("< 3 µs", "yes" if v["median_us"] < 3 else "NO") if key == "fastvec" else ("-", "-")
-            print(f"| {key} 1-env step round trip | {v['median_us']:.2f} µs "
-                  f"[{v['min_us']:.2f}-{v['max_us']:.2f}] | {target} | {met} |")
-    print(f"\nmachine: {bench.cpu_model()}; load average before: "
-          + " ".join(f"{x:.2f}" for x in load["load_before"]) + f"; wall time {time.perf_counter() - t0:.0f} s")
+            print(
+                f"| {key} 1-env step round trip | {v['median_us']:.2f} µs "
+                f"[{v['min_us']:.2f}-{v['max_us']:.2f}] | {target} | {met} |"
+            )
+    print(
+        f"\nmachine: {bench.cpu_model()}; load average before: "
+        + " ".join(f"{x:.2f}" for x in load["load_before"])
+        + f"; wall time {time.perf_counter() - t0:.0f} s"
+    )
     if load["busy"]:
         print("WARNING: BUSY MACHINE, results are not trustworthy: " + "; ".join(load["busy_reasons"]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"ratios": [r.__dict__ for r in ratios], "round_trip_us": rt,
-                       "results": {str(n): {k: c.steps_per_s for k, c in cells.items()}
-                                   for n, cells in grid.items()}}, f, indent=2)
+            json.dump(
+                {
+                    "ratios": [r.__dict__ for r in ratios],
+                    "round_trip_us": rt,
+                    "results": {str(n): {k: c.steps_per_s for k, c in cells.items()} for n, cells in grid.items()},
+                },
+                f,
+                indent=2,
+            )
     return 0
 
 

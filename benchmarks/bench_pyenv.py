@@ -98,8 +98,9 @@ def _pufferlib(env_fn, n):
     def creator(buf=None, seed=0):
         return pufferlib.emulation.GymnasiumPufferEnv(env_creator=env_fn, buf=buf, seed=seed)
 
-    env = pufferlib.vector.make(creator, num_envs=n, backend=pufferlib.vector.Multiprocessing,
-                                num_workers=min(n, os.cpu_count() or 1))
+    env = pufferlib.vector.make(
+        creator, num_envs=n, backend=pufferlib.vector.Multiprocessing, num_workers=min(n, os.cpu_count() or 1)
+    )
     env.reset(seed=0)
     return env.step, env.close
 
@@ -158,15 +159,21 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     load_before = os.getloadavg()
-    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"gymnasium {gym.__version__}; load average before: {load_before[0]:.2f}")
+    print(
+        f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"gymnasium {gym.__version__}; load average before: {load_before[0]:.2f}"
+    )
     print(f"HeavyEnv step alone: {heavy_step_us():.0f} us")
     if load_before[0] > (os.cpu_count() or 1) * 0.5:
-        print(f"WARNING: the machine is busy (load {load_before[0]:.2f} on {os.cpu_count()} cores): "
-              "compare ratios within this run only")
+        print(
+            f"WARNING: the machine is busy (load {load_before[0]:.2f} on {os.cpu_count()} cores): "
+            "compare ratios within this run only"
+        )
     results = []
     available = {name: c for name, c in CONTENDERS.items() if installed(c[0])}
     for env_name in args.envs:
@@ -189,15 +196,29 @@ def main() -> None:
         if "median" not in row:
             print(f"| {row['env']} | {row['num_envs']} | {row['contender']} | not installed | | |")
             continue
-        ours = next(r for r in results if r["env"] == row["env"] and r["num_envs"] == row["num_envs"]
-                    and r["contender"] == "fastvec pyenv")
+        ours = next(
+            r
+            for r in results
+            if r["env"] == row["env"] and r["num_envs"] == row["num_envs"] and r["contender"] == "fastvec pyenv"
+        )
         ratio = ours["median"] / row["median"]
-        print(f"| {row['env']} | {row['num_envs']} | {row['contender']} | {row['median']:,.0f} | "
-              f"{row['min']:,.0f}-{row['max']:,.0f} | {ratio:.2f}x |")
+        print(
+            f"| {row['env']} | {row['num_envs']} | {row['contender']} | {row['median']:,.0f} | "
+            f"{row['min']:,.0f}-{row['max']:,.0f} | {ratio:.2f}x |"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": cpu, "cores": os.cpu_count(), "load_before": load_before,
-                       "load_after": load_after, "results": results}, f, indent=1)
+            json.dump(
+                {
+                    "machine": cpu,
+                    "cores": os.cpu_count(),
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    "results": results,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu_model()}")
     names = [CONTENDERS[k][0] for k in CONTENDERS]
-    print(f"| env | num_envs_per_env_runner | {' | '.join(names)} | fastvec 1 thread / default | "
-          "fastvec 2 threads / default |")
+    print(
+        f"| env | num_envs_per_env_runner | {' | '.join(names)} | fastvec 1 thread / default | "
+        "fastvec 2 threads / default |"
+    )
     print("|---|---:|" + "---:|" * (len(names) + 2))
     for env_id in args.envs:
         for n in args.num_envs:
@@ -67,8 +69,11 @@ def main() -> None:
                     rates[k].append(measure(k, env_id, n, args.seconds))
             med = {k: statistics.median(v) for k, v in rates.items()}
             cells = " | ".join(_cell(rates[k]) for k in CONTENDERS)
-            print(f"| {env_id} | {n} | {cells} | {med['fastvec-t1'] / med['default']:.2f}x | "
-                  f"{med['fastvec-t2'] / med['default']:.2f}x |", flush=True)
+            print(
+                f"| {env_id} | {n} | {cells} | {med['fastvec-t1'] / med['default']:.2f}x | "
+                f"{med['fastvec-t2'] / med['default']:.2f}x |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -65,12 +65,35 @@ def measure(env_id: str, contender: str, num_envs: int, seconds: float) -> tuple
     env = EnvTimer(make(env_id, contender, num_envs))
     if env_id == "CartPole-v1":
         n_steps = 32
-        model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
-                    ent_coef=0.0, learning_rate=1e-3, policy_kwargs={"net_arch": [64, 64]}, seed=0, device="cpu")
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=n_steps,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=1e-3,
+            policy_kwargs={"net_arch": [64, 64]},
+            seed=0,
+            device="cpu",
+        )
     else:
         n_steps = 128
-        model = PPO("CnnPolicy", env, n_steps=n_steps, batch_size=256, n_epochs=4, learning_rate=2.5e-4,
-                    clip_range=0.1, ent_coef=0.01, vf_coef=0.5, seed=0, device="cpu")
+        model = PPO(
+            "CnnPolicy",
+            env,
+            n_steps=n_steps,
+            batch_size=256,
+            n_epochs=4,
+            learning_rate=2.5e-4,
+            clip_range=0.1,
+            ent_coef=0.01,
+            vf_coef=0.5,
+            seed=0,
+            device="cpu",
+        )
     chunk = n_steps * num_envs
     model.learn(chunk)  # warm-up
     env.seconds, steps0, start = 0.0, model.num_timesteps, time.perf_counter()
@@ -101,8 +124,11 @@ def main() -> None:
                     results[c].append(measure(env_id, c, n, args.seconds))
             for c, runs in results.items():
                 rates, fractions = [r for r, _ in runs], [f for _, f in runs]
-                print(f"| {env_id} | {n} | {c} | {statistics.median(rates):.0f} [{min(rates):.0f}-{max(rates):.0f}] | "
-                      f"{100 * statistics.median(fractions):.1f}% |", flush=True)
+                print(
+                    f"| {env_id} | {n} | {c} | {statistics.median(rates):.0f} [{min(rates):.0f}-{max(rates):.0f}] | "
+                    f"{100 * statistics.median(fractions):.1f}% |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

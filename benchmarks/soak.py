@@ -75,8 +75,16 @@ def measure(pids: list[int]) -> tuple[int, int]:
     return sum(rss_kb(p) for p in pids), sum(fd_count(p) for p in pids)
 
 
-def run(name: str, step: Callable[[], int], pids: Callable[[], list[int]], *, steps: int = 0, seconds: float = 0.0,
-        warmup: float, sample_every: float) -> Result:
+def run(
+    name: str,
+    step: Callable[[], int],
+    pids: Callable[[], list[int]],
+    *,
+    steps: int = 0,
+    seconds: float = 0.0,
+    warmup: float,
+    sample_every: float,
+) -> Result:
     """Calls ``step`` (which returns the env steps it took) until ``steps`` env steps or ``seconds`` have
     passed; samples RSS and fds from the end of the warm-up on."""
     print(f"  {name} ...", file=sys.stderr, flush=True)
@@ -157,14 +165,23 @@ def use_briefly(env) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=float, default=1.0, help="multiplies every step count and duration (default 1)")
-    p.add_argument("--python-seconds", type=float, default=240.0,
-                   help="how long the Python-env pool runs, before --scale (default 240)")
+    p.add_argument(
+        "--python-seconds",
+        type=float,
+        default=240.0,
+        help="how long the Python-env pool runs, before --scale (default 240)",
+    )
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of each run before sampling (default 0.1)")
     p.add_argument("--threshold", type=float, default=1.0, help="allowed growth after warm-up, percent (default 1)")
     p.add_argument("--sample-every", type=float, default=0.5, help="seconds between samples (default 0.5)")
-    p.add_argument("--workloads", nargs="+", default=["*"], metavar="PATTERN",
-                   help="run only workloads whose key matches (keys: cartpole-sync, cartpole-async, pong-sync, "
-                        "pong-async, python-cartpole, native-churn, python-churn)")
+    p.add_argument(
+        "--workloads",
+        nargs="+",
+        default=["*"],
+        metavar="PATTERN",
+        help="run only workloads whose key matches (keys: cartpole-sync, cartpole-async, pong-sync, "
+        "pong-async, python-cartpole, native-churn, python-churn)",
+    )
     args = p.parse_args(argv)
     rng = np.random.default_rng(0)
     me = os.getpid()
@@ -178,25 +195,58 @@ def main(argv: list[str] | None = None) -> int:
 
     # (key, row label, make the env, the loop, budget)
     workloads = [
-        ("cartpole-sync", "CartPole-v1 native sync (8 envs)",
-         lambda: fastvec.make("CartPole-v1", 8, seed=0), sync_loop, {"steps": scaled(CARTPOLE_STEPS)}),
-        ("cartpole-async", "CartPole-v1 native async (16 envs, batch 8, same_step)",
-         lambda: fastvec.make("CartPole-v1", 16, batch_size=8, seed=0, autoreset_mode="same_step"), async_loop,
-         {"steps": scaled(CARTPOLE_STEPS)}),
-        ("pong-sync", "Pong-v5 native sync (4 envs)",
-         lambda: fastvec.make("Pong-v5", 4, seed=0), sync_loop, {"steps": scaled(PONG_STEPS)}),
-        ("pong-async", "Pong-v5 native async (4 envs, batch 2)",
-         lambda: fastvec.make("Pong-v5", 4, batch_size=2, seed=0), async_loop, {"steps": scaled(PONG_STEPS)}),
-        ("python-cartpole", "CartPole-v1 Python-env pool (4 envs, default workers)",
-         lambda: fastvec.make("CartPole-v1", 4, seed=0, backend="python"), sync_loop,
-         {"seconds": args.python_seconds * args.scale}),
+        (
+            "cartpole-sync",
+            "CartPole-v1 native sync (8 envs)",
+            lambda: fastvec.make("CartPole-v1", 8, seed=0),
+            sync_loop,
+            {"steps": scaled(CARTPOLE_STEPS)},
+        ),
+        (
+            "cartpole-async",
+            "CartPole-v1 native async (16 envs, batch 8, same_step)",
+            lambda: fastvec.make("CartPole-v1", 16, batch_size=8, seed=0, autoreset_mode="same_step"),
+            async_loop,
+            {"steps": scaled(CARTPOLE_STEPS)},
+        ),
+        (
+            "pong-sync",
+            "Pong-v5 native sync (4 envs)",
+            lambda: fastvec.make("Pong-v5", 4, seed=0),
+            sync_loop,
+            {"steps": scaled(PONG_STEPS)},
+        ),
+        (
+            "pong-async",
+            "Pong-v5 native async (4 envs, batch 2)",
+            lambda: fastvec.make("Pong-v5", 4, batch_size=2, seed=0),
+            async_loop,
+            {"steps": scaled(PONG_STEPS)},
+        ),
+        (
+            "python-cartpole",
+            "CartPole-v1 Python-env pool (4 envs, default workers)",
+            lambda: fastvec.make("CartPole-v1", 4, seed=0, backend="python"),
+            sync_loop,
+            {"seconds": args.python_seconds * args.scale},
+        ),
     ]
     churns = [
-        ("native-churn", "make/close churn: CartPole-v1 native pools (8 envs, 2 threads)",
-         churn(lambda: fastvec.make("CartPole-v1", 8, num_threads=2, batch_size=4), lambda env: (
-             env.async_reset(), env.recv(), env.recv())), {"steps": scaled(20_000)}),
-        ("python-churn", "make/close churn: CartPole-v1 Python-env pools (2 envs)",
-         churn(lambda: fastvec.make("CartPole-v1", 2, backend="python"), use_briefly), {"steps": scaled(150)}),
+        (
+            "native-churn",
+            "make/close churn: CartPole-v1 native pools (8 envs, 2 threads)",
+            churn(
+                lambda: fastvec.make("CartPole-v1", 8, num_threads=2, batch_size=4),
+                lambda env: (env.async_reset(), env.recv(), env.recv()),
+            ),
+            {"steps": scaled(20_000)},
+        ),
+        (
+            "python-churn",
+            "make/close churn: CartPole-v1 Python-env pools (2 envs)",
+            churn(lambda: fastvec.make("CartPole-v1", 2, backend="python"), use_briefly),
+            {"steps": scaled(150)},
+        ),
     ]
 
     def chosen(key: str) -> bool:
@@ -208,34 +258,40 @@ def main(argv: list[str] | None = None) -> int:
         if not chosen(key):
             continue
         env = make()
-        results.append(run(label, loop(env, rng), processes(env), warmup=args.warmup, sample_every=args.sample_every,
-                           **budget))
+        results.append(
+            run(label, loop(env, rng), processes(env), warmup=args.warmup, sample_every=args.sample_every, **budget)
+        )
         env.close()
     for key, label, step, budget in churns:
         if chosen(key):
-            results.append(run(label, step, lambda: [me], warmup=args.warmup, sample_every=args.sample_every,
-                               **budget))
+            results.append(run(label, step, lambda: [me], warmup=args.warmup, sample_every=args.sample_every, **budget))
     for r in results:
         if r.name.startswith("make/close"):
             r.note = "steps = pools made and closed"
 
     print(f"# Soak: growth after a {args.warmup:.0%} warm-up (fail above {args.threshold:g}%)\n")
-    print("| workload | steps | wall time | steps/s | RSS start→end (MB) | RSS growth | RSS peak (MB) | "
-          "fds start→end | fds growth | result |")
+    print(
+        "| workload | steps | wall time | steps/s | RSS start→end (MB) | RSS growth | RSS peak (MB) | "
+        "fds start→end | fds growth | result |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
     failed = False
     for r in results:
         (r0, r1, rpeak), (f0, f1, _) = r.rss, r.fds
         bad = r.failed(args.threshold)
         failed |= bad
-        print(f"| {r.name} | {r.steps:,} | {r.seconds:.1f} s | {r.steps / r.seconds:,.0f} | "
-              f"{r0 / 1024:.1f} → {r1 / 1024:.1f} | {Result.growth(r0, r1):+.2f}% | {rpeak / 1024:.1f} | "
-              f"{f0} → {f1} | {Result.growth(f0, f1):+.2f}% | {'LEAK?' if bad else 'ok'} |")
+        print(
+            f"| {r.name} | {r.steps:,} | {r.seconds:.1f} s | {r.steps / r.seconds:,.0f} | "
+            f"{r0 / 1024:.1f} → {r1 / 1024:.1f} | {Result.growth(r0, r1):+.2f}% | {rpeak / 1024:.1f} | "
+            f"{f0} → {f1} | {Result.growth(f0, f1):+.2f}% | {'LEAK?' if bad else 'ok'} |"
+        )
     notes = sorted({r.note for r in results if r.note})
     if notes:
         print("\n" + "; ".join(notes) + ".")
-    print(f"\nRSS and fds: this process (Python-env pool: this process and its workers, summed); samples every "
-          f"{args.sample_every:g} s; total wall time {time.perf_counter() - t0:.0f} s; {os.cpu_count()} CPUs.")
+    print(
+        f"\nRSS and fds: this process (Python-env pool: this process and its workers, summed); samples every "
+        f"{args.sample_every:g} s; total wall time {time.perf_counter() - t0:.0f} s; {os.cpu_count()} CPUs."
+    )
     return 1 if failed else 0
 
 

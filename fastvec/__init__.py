@@ -7,6 +7,7 @@
 (8, 4)
 """
 
+
 def _check_compiled_module() -> None:
     """fastvec imported from its source tree (no compiled module there) says so, and what to do instead."""
     import glob

@@ -99,7 +99,8 @@ def check_env_ids(env_id: Any, num_envs: int) -> np.ndarray:
     a TypeError or ValueError with the value as given otherwise."""
     given = [env_id] if isinstance(env_id, int) else env_id
     if isinstance(given, (list, tuple)) and all(
-            isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
+        isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given
+    ):
         for e in given:  # as Python ints: numpy would make [2**64 - 1, -1] floats, and [2**70] objects
             if not 0 <= e < num_envs:
                 raise ValueError(f"env_id {e} is out of range [0, {num_envs})")

@@ -15,8 +15,17 @@ class Result(tuple[Any, ...]):
     """A batch of results (a struct sequence): what both pools' recv() and step() return."""
 
     __match_args__: Final = (
-        "obs", "reward", "terminated", "truncated", "env_id", "ended", "episode_return", "episode_length",
-        "final_obs", "info", "final_info",
+        "obs",
+        "reward",
+        "terminated",
+        "truncated",
+        "env_id",
+        "ended",
+        "episode_return",
+        "episode_length",
+        "final_obs",
+        "info",
+        "final_info",
     )
     n_fields: int
     n_sequence_fields: int

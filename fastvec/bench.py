@@ -48,9 +48,19 @@ QUICK_NUM_ENVS = (8, 256)
 # Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
 # to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
 # clipping, episodes cut at 27,000 steps.
-ATARI = {"frame_skip": 4, "img_height": 84, "img_width": 84, "gray_scale": True, "stack_num": 4, "noop_max": 30,
-         "repeat_action_probability": 0.25, "episodic_life": False, "reward_clip": False, "use_fire_reset": False,
-         "full_action_space": False}
+ATARI = {
+    "frame_skip": 4,
+    "img_height": 84,
+    "img_width": 84,
+    "gray_scale": True,
+    "stack_num": 4,
+    "noop_max": 30,
+    "repeat_action_probability": 0.25,
+    "episodic_life": False,
+    "reward_clip": False,
+    "use_fire_reset": False,
+    "full_action_space": False,
+}
 ATARI_MAX_STEPS = 27_000
 MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
 NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
@@ -79,8 +89,9 @@ class Runner:
 
 
 class SyncRunner(Runner):
-    def __init__(self, env: Any, step: Callable[[np.ndarray], Any], actions: np.ndarray, num_envs: int,
-                 close: Callable[[], None]) -> None:
+    def __init__(
+        self, env: Any, step: Callable[[np.ndarray], Any], actions: np.ndarray, num_envs: int, close: Callable[[], None]
+    ) -> None:
         self.env = env  # kept alive for the lifetime of the runner
         self._step = step
         self._actions: Iterator[np.ndarray] = itertools.cycle(list(actions))
@@ -175,8 +186,7 @@ def _classic_only(env_id: str) -> None:
 def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: bool) -> Runner:
     import envpool
 
-    kwargs: dict[str, Any] = {"env_type": "gymnasium", "num_envs": num_envs, "seed": 0,
-                              "num_threads": num_threads}
+    kwargs: dict[str, Any] = {"env_type": "gymnasium", "num_envs": num_envs, "seed": 0, "num_threads": num_threads}
     if _is_atari(env_id):
         # All set explicitly: EnvPool 1.2.5 defaults to no sticky actions, fire reset, episodic life and
         # reward clipping; use_inter_area_resize is the area resize everyone else does.
@@ -201,8 +211,12 @@ def _ale_id(env_id: str) -> str:
 
 def _gym_atari_kwargs() -> dict[str, Any]:
     """ALE/<Game>-v5 stepping single frames: the wrappers do the frame skip, as gymnasium's docs say."""
-    return {"frameskip": 1, "repeat_action_probability": ATARI["repeat_action_probability"],
-            "full_action_space": ATARI["full_action_space"], "max_num_frames_per_episode": ATARI_MAX_STEPS * 4}
+    return {
+        "frameskip": 1,
+        "repeat_action_probability": ATARI["repeat_action_probability"],
+        "full_action_space": ATARI["full_action_space"],
+        "max_num_frames_per_episode": ATARI_MAX_STEPS * 4,
+    }
 
 
 def gym_atari_env(env_id: str) -> Any:
@@ -211,8 +225,13 @@ def gym_atari_env(env_id: str) -> Any:
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
     env = gym.make(_ale_id(env_id), **_gym_atari_kwargs())
-    env = AtariPreprocessing(env, noop_max=ATARI["noop_max"], frame_skip=ATARI["frame_skip"],
-                             screen_size=ATARI["img_height"], grayscale_obs=ATARI["gray_scale"])
+    env = AtariPreprocessing(
+        env,
+        noop_max=ATARI["noop_max"],
+        frame_skip=ATARI["frame_skip"],
+        screen_size=ATARI["img_height"],
+        grayscale_obs=ATARI["gray_scale"],
+    )
     return FrameStackObservation(env, ATARI["stack_num"])
 
 
@@ -226,12 +245,22 @@ def make_ale_vector(env_id: str, num_envs: int, num_threads: int | None, asynchr
     rom = next(r for r in _atari_roms() if r.title().replace("_", "") == env_id.removesuffix("-v5"))
     batch = num_envs // 2 if asynchronous else num_envs
     env = AtariVectorEnv(
-        rom, num_envs, batch_size=batch, num_threads=num_threads or 0,
+        rom,
+        num_envs,
+        batch_size=batch,
+        num_threads=num_threads or 0,
         max_num_frames_per_episode=ATARI_MAX_STEPS * ATARI["frame_skip"],
-        repeat_action_probability=ATARI["repeat_action_probability"], full_action_space=ATARI["full_action_space"],
-        img_height=ATARI["img_height"], img_width=ATARI["img_width"], grayscale=ATARI["gray_scale"],
-        stack_num=ATARI["stack_num"], frameskip=ATARI["frame_skip"], maxpool=True, noop_max=ATARI["noop_max"],
-        episodic_life=ATARI["episodic_life"], reward_clipping=ATARI["reward_clip"],
+        repeat_action_probability=ATARI["repeat_action_probability"],
+        full_action_space=ATARI["full_action_space"],
+        img_height=ATARI["img_height"],
+        img_width=ATARI["img_width"],
+        grayscale=ATARI["gray_scale"],
+        stack_num=ATARI["stack_num"],
+        frameskip=ATARI["frame_skip"],
+        maxpool=True,
+        noop_max=ATARI["noop_max"],
+        episodic_life=ATARI["episodic_life"],
+        reward_clipping=ATARI["reward_clip"],
         use_fire_reset=ATARI["use_fire_reset"],
     )
     env.reset(seed=0)
@@ -271,11 +300,19 @@ def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
     if _is_atari(env_id):
         # SB3's AtariWrapper (noop starts, max-and-skip, resize, FireResetEnv for games with FIRE) + VecFrameStack.
         env = make_atari_env(
-            _ale_id(env_id), n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs,
+            _ale_id(env_id),
+            n_envs=num_envs,
+            seed=0,
+            vec_env_cls=cls,
+            vec_env_kwargs=cls_kwargs,
             env_kwargs=_gym_atari_kwargs(),
-            wrapper_kwargs={"noop_max": ATARI["noop_max"], "frame_skip": ATARI["frame_skip"],
-                            "screen_size": ATARI["img_height"], "terminal_on_life_loss": ATARI["episodic_life"],
-                            "clip_reward": ATARI["reward_clip"]},
+            wrapper_kwargs={
+                "noop_max": ATARI["noop_max"],
+                "frame_skip": ATARI["frame_skip"],
+                "screen_size": ATARI["img_height"],
+                "terminal_on_life_loss": ATARI["episodic_life"],
+                "clip_reward": ATARI["reward_clip"],
+            },
         )
         env = VecFrameStack(env, n_stack=ATARI["stack_num"])
     else:
@@ -303,8 +340,9 @@ def _rllib_atari_default(env_id: str) -> str:
         import gymnasium as gym
         from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
-        return wrap_atari_for_new_api_stack(gym.make(ale_id, **kwargs), dim=ATARI["img_height"],
-                                            framestack=ATARI["stack_num"])
+        return wrap_atari_for_new_api_stack(
+            gym.make(ale_id, **kwargs), dim=ATARI["img_height"], framestack=ATARI["stack_num"]
+        )
 
     name = f"rllib-atari-{env_id}"
     register_env(name, creator)
@@ -400,43 +438,102 @@ CONTENDERS = [
     Contender("fastvec", "fastvec sync (default threads)", "fastvec", lambda e, n: make_fastvec(e, n, None, False)),
     Contender("fastvec-t1", "fastvec sync, num_threads=1", "fastvec", lambda e, n: make_fastvec(e, n, 1, False)),
     Contender("fastvec-t2", "fastvec sync, num_threads=2", "fastvec", lambda e, n: make_fastvec(e, n, 2, False)),
-    Contender("fastvec-async", "fastvec async (default threads)", "fastvec",
-              lambda e, n: make_fastvec(e, n, None, True), needs_batch=True),
-    Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec",
-              make_fastvec_python),
-    Contender("gym-numpy", "gymnasium vector_entry_point (numpy)", "gymnasium",
-              lambda e, n: make_gymnasium(e, n, "vector_entry_point")),
+    Contender(
+        "fastvec-async",
+        "fastvec async (default threads)",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, None, True),
+        needs_batch=True,
+    ),
+    Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec", make_fastvec_python),
+    Contender(
+        "gym-numpy",
+        "gymnasium vector_entry_point (numpy)",
+        "gymnasium",
+        lambda e, n: make_gymnasium(e, n, "vector_entry_point"),
+    ),
     Contender("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", lambda e, n: make_gymnasium(e, n, "sync")),
-    Contender("gym-async", "gymnasium AsyncVectorEnv", "gymnasium", lambda e, n: make_gymnasium(e, n, "async"),
-              uses_processes=True),
+    Contender(
+        "gym-async",
+        "gymnasium AsyncVectorEnv",
+        "gymnasium",
+        lambda e, n: make_gymnasium(e, n, "async"),
+        uses_processes=True,
+    ),
     Contender("sb3-dummy", "SB3 DummyVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, False)),
-    Contender("sb3-subproc", "SB3 SubprocVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, True),
-              uses_processes=True),
+    Contender(
+        "sb3-subproc", "SB3 SubprocVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, True), uses_processes=True
+    ),
     Contender("envpool-t1", "EnvPool sync, num_threads=1", "envpool", lambda e, n: make_envpool(e, n, 1, False)),
     Contender("envpool-t2", "EnvPool sync, num_threads=2", "envpool", lambda e, n: make_envpool(e, n, 2, False)),
-    Contender("envpool-async-t1", "EnvPool async, num_threads=1", "envpool",
-              lambda e, n: make_envpool(e, n, 1, True), needs_batch=True),
-    Contender("envpool-async-t2", "EnvPool async, num_threads=2", "envpool",
-              lambda e, n: make_envpool(e, n, 2, True), needs_batch=True),
-    Contender("ray-actors", "Ray, one actor per env (ray.get)", "ray", make_ray_actors, uses_processes=True,
-              max_envs=32),
-    Contender("rllib-default", "RLlib EnvRunner.sample(), default vectorization", "ray.rllib",
-              lambda e, n: make_rllib(e, n, False), max_envs=256),
-    Contender("rllib-fastvec", "RLlib EnvRunner.sample() on fastvec", "ray.rllib",
-              lambda e, n: make_rllib(e, n, True), max_envs=256),
-    Contender("ale-py", "ale-py AtariVectorEnv sync (default threads)", "ale_py",
-              lambda e, n: make_ale_vector(e, n, None, False)),
-    Contender("ale-py-t1", "ale-py AtariVectorEnv sync, num_threads=1", "ale_py",
-              lambda e, n: make_ale_vector(e, n, 1, False)),
-    Contender("ale-py-t2", "ale-py AtariVectorEnv sync, num_threads=2", "ale_py",
-              lambda e, n: make_ale_vector(e, n, 2, False)),
-    Contender("ale-py-async", "ale-py AtariVectorEnv async (default threads)", "ale_py",
-              lambda e, n: make_ale_vector(e, n, None, True), needs_batch=True),
+    Contender(
+        "envpool-async-t1",
+        "EnvPool async, num_threads=1",
+        "envpool",
+        lambda e, n: make_envpool(e, n, 1, True),
+        needs_batch=True,
+    ),
+    Contender(
+        "envpool-async-t2",
+        "EnvPool async, num_threads=2",
+        "envpool",
+        lambda e, n: make_envpool(e, n, 2, True),
+        needs_batch=True,
+    ),
+    Contender(
+        "ray-actors", "Ray, one actor per env (ray.get)", "ray", make_ray_actors, uses_processes=True, max_envs=32
+    ),
+    Contender(
+        "rllib-default",
+        "RLlib EnvRunner.sample(), default vectorization",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, False),
+        max_envs=256,
+    ),
+    Contender(
+        "rllib-fastvec",
+        "RLlib EnvRunner.sample() on fastvec",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, True),
+        max_envs=256,
+    ),
+    Contender(
+        "ale-py",
+        "ale-py AtariVectorEnv sync (default threads)",
+        "ale_py",
+        lambda e, n: make_ale_vector(e, n, None, False),
+    ),
+    Contender(
+        "ale-py-t1", "ale-py AtariVectorEnv sync, num_threads=1", "ale_py", lambda e, n: make_ale_vector(e, n, 1, False)
+    ),
+    Contender(
+        "ale-py-t2", "ale-py AtariVectorEnv sync, num_threads=2", "ale_py", lambda e, n: make_ale_vector(e, n, 2, False)
+    ),
+    Contender(
+        "ale-py-async",
+        "ale-py AtariVectorEnv async (default threads)",
+        "ale_py",
+        lambda e, n: make_ale_vector(e, n, None, True),
+        needs_batch=True,
+    ),
 ]
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
-DEFAULT_CONTENDERS = ("fastvec", "fastvec-async", "fastvec-python", "gym-numpy", "gym-async", "sb3-dummy",
-                      "sb3-subproc", "envpool-t1", "envpool-async-t1", "ray-actors", "rllib-default",
-                      "rllib-fastvec", "ale-py", "ale-py-async")
+DEFAULT_CONTENDERS = (
+    "fastvec",
+    "fastvec-async",
+    "fastvec-python",
+    "gym-numpy",
+    "gym-async",
+    "sb3-dummy",
+    "sb3-subproc",
+    "envpool-t1",
+    "envpool-async-t1",
+    "ray-actors",
+    "rllib-default",
+    "rllib-fastvec",
+    "ale-py",
+    "ale-py-async",
+)
 ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
 
 
@@ -589,9 +686,14 @@ class LoadMonitor:
             reasons.append(f"other processes used {self.share_before:.0%} of the CPUs just before the run")
         if other_share is not None and other_share > BUSY_OTHER_SHARE:
             reasons.append(f"other processes used {other_share:.0%} of the CPUs during the run")
-        return {"load_before": self.load_before, "load_after": load_after,
-                "other_cpu_share_before": self.share_before, "other_cpu_share": other_share,
-                "busy": bool(reasons), "busy_reasons": reasons}
+        return {
+            "load_before": self.load_before,
+            "load_after": load_after,
+            "other_cpu_share_before": self.share_before,
+            "other_cpu_share": other_share,
+            "busy": bool(reasons),
+            "busy_reasons": reasons,
+        }
 
 
 def source_state() -> str:
@@ -601,10 +703,15 @@ def source_state() -> str:
     """
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return f"{head}{' with uncommitted changes' if dirty else ''}"
@@ -672,8 +779,9 @@ def skip_reason(c: Contender, num_envs: int, max_processes: int) -> str | None:
     return None
 
 
-def run_grid(contenders: list[Contender], env_id: str, num_envs: int, args: argparse.Namespace,
-             progress: Any = None) -> dict[str, Cell]:
+def run_grid(
+    contenders: list[Contender], env_id: str, num_envs: int, args: argparse.Namespace, progress: Any = None
+) -> dict[str, Cell]:
     """Measures every contender at one num_envs, interleaved over args.reps repetitions."""
     cells = {c.key: Cell() for c in contenders}
     runners: dict[str, Runner] = {}
@@ -726,8 +834,12 @@ def format_cell(cell: Cell) -> str:
     return f"{si(statistics.median(v))} [{si(min(v))}-{si(max(v))}]{mark}"
 
 
-def markdown_table(contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]],
-                   memory: dict[str, tuple[float | None, str]] | None = None) -> str:
+def markdown_table(
+    contenders: list[Contender],
+    sizes: list[int],
+    grid: dict[int, dict[str, Cell]],
+    memory: dict[str, tuple[float | None, str]] | None = None,
+) -> str:
     mem_head = f" peak memory @{MEMORY_NUM_ENVS} envs |" if memory else ""
     head = "| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |" + mem_head
     rule = "|---|" + "---:|" * len(sizes) + ("---:|" if memory else "")
@@ -766,8 +878,11 @@ def ratio_table(contenders: list[Contender], sizes: list[int], grid: dict[int, d
     rows = [head, "|---|" + "---:|" * len(sizes)]
     for c in contenders:
         if c.key in r:
-            rows.append(f"| {c.label} | " + " | ".join(
-                _times(r[c.key][str(n)]) if str(n) in r[c.key] else "-" for n in sizes) + " |")
+            rows.append(
+                f"| {c.label} | "
+                + " | ".join(_times(r[c.key][str(n)]) if str(n) in r[c.key] else "-" for n in sizes)
+                + " |"
+            )
     return "\n".join(rows)
 
 
@@ -787,8 +902,7 @@ def best_of(grid: dict[str, Cell], keys: list[str]) -> tuple[str, Cell] | None:
     return max(measured, key=lambda kc: kc[1].median or 0.0) if measured else None
 
 
-def ratio(name: str, target: float, grid: dict[int, dict[str, Cell]], num_envs: int,
-          other_keys: list[str]) -> Ratio:
+def ratio(name: str, target: float, grid: dict[int, dict[str, Cell]], num_envs: int, other_keys: list[str]) -> Ratio:
     r = Ratio(name, f">= {target:g}x")
     cells = grid.get(num_envs)
     if cells is None:
@@ -852,8 +966,9 @@ def peak_memory(c: Contender, env_id: str, num_envs: int, max_processes: int) ->
     try:
         # Not in the caller's directory: `python -c` imports from there first, and in a source checkout
         # (where the README runs the bench) that is fastvec's source tree, without its built extension.
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                             cwd=tempfile.gettempdir())
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tempfile.gettempdir()
+        )
     except subprocess.TimeoutExpired:
         return None, "timed out"
     if out.returncode != 0:
@@ -862,8 +977,9 @@ def peak_memory(c: Contender, env_id: str, num_envs: int, max_processes: int) ->
     return json.loads(out.stdout.strip().splitlines()[-1])["rss_bytes"] / 2**20, "ok"
 
 
-def plot(path: str, env_id: str, contenders: list[Contender], sizes: list[int],
-         grid: dict[int, dict[str, Cell]]) -> bool:
+def plot(
+    path: str, env_id: str, contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]
+) -> bool:
     """steps/s against num_envs per contender, log-log. False when matplotlib is missing."""
     try:
         import matplotlib
@@ -893,28 +1009,51 @@ def plot(path: str, env_id: str, contenders: list[Contender], sizes: list[int],
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fastvec bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help=f"under a minute: CartPole only, num_envs {' '.join(map(str, QUICK_NUM_ENVS))}, "
-                        "1 x 0.3 s, no memory probe")
+    p = argparse.ArgumentParser(
+        prog="fastvec bench", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"under a minute: CartPole only, num_envs {' '.join(map(str, QUICK_NUM_ENVS))}, "
+        "1 x 0.3 s, no memory probe",
+    )
     p.add_argument("--envs", nargs="+", metavar="ENV_ID", help=f"env ids (default: {' '.join(DEFAULT_ENVS)})")
-    p.add_argument("--num-envs", type=int, nargs="+",
-                   help="num_envs values (default: 1 8 256 4096; Atari: 1 8 32)")
+    p.add_argument("--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096; Atari: 1 8 32)")
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
-    p.add_argument("--contenders", nargs="+", default=list(DEFAULT_CONTENDERS), metavar="PATTERN",
-                   help="contender keys or glob patterns, '*' for all (default: %(default)s); all: "
-                        + ", ".join(c.key for c in CONTENDERS))
-    p.add_argument("--max-processes", type=int, default=256,
-                   help="skip process-per-env contenders above this num_envs (default 256)")
-    p.add_argument("--warmup", type=float, default=None,
-                   help="untimed warm-up seconds per runner after construction (default: min(0.5, seconds/4))")
-    p.add_argument("--memory", action=argparse.BooleanOptionalAction, default=None,
-                   help=f"measure peak memory of each contender at num_envs={MEMORY_NUM_ENVS} "
-                        "(default: on, off with --quick)")
-    p.add_argument("--out", metavar="DIR", default="fastvec-bench",
-                   help="where results.md, results.json and one PNG per env go (default: ./fastvec-bench)")
+    p.add_argument(
+        "--contenders",
+        nargs="+",
+        default=list(DEFAULT_CONTENDERS),
+        metavar="PATTERN",
+        help="contender keys or glob patterns, '*' for all (default: %(default)s); all: "
+        + ", ".join(c.key for c in CONTENDERS),
+    )
+    p.add_argument(
+        "--max-processes",
+        type=int,
+        default=256,
+        help="skip process-per-env contenders above this num_envs (default 256)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="untimed warm-up seconds per runner after construction (default: min(0.5, seconds/4))",
+    )
+    p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"measure peak memory of each contender at num_envs={MEMORY_NUM_ENVS} (default: on, off with --quick)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default="fastvec-bench",
+        help="where results.md, results.json and one PNG per env go (default: ./fastvec-bench)",
+    )
     p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
     return p
 
@@ -957,12 +1096,20 @@ def main(argv: list[str] | None = None) -> int:
         importlib.import_module("stable_baselines3.common.vec_env")
 
     command = "fastvec bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
-               "platform": platform.platform(), "versions": versions(), "fastvec_source": source_state()}
+    machine = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "platform": platform.platform(),
+        "versions": versions(),
+        "fastvec_source": source_state(),
+    }
     monitor = LoadMonitor()
     if monitor.share_before is not None and monitor.share_before > BUSY_OTHER_SHARE:
-        print(f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
-              file=sys.stderr)
+        print(
+            f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
+            file=sys.stderr,
+        )
 
     def sizes_of(env_id: str) -> list[int]:
         given = args.sizes_given or not _is_atari(env_id)
@@ -990,10 +1137,21 @@ def main(argv: list[str] | None = None) -> int:
     load = monitor.finish()
 
     os.makedirs(args.out, exist_ok=True)
-    report = [f"# fastvec bench: env steps/s, median [min-max] of {args.reps} x {args.seconds:g} s", "",
-              f"command: `{command}`", ""]
-    doc: dict[str, Any] = {"command": command, "seconds": args.seconds, "reps": args.reps, "machine": machine,
-                           "load": load, "wall_seconds": elapsed, "envs": {}}
+    report = [
+        f"# fastvec bench: env steps/s, median [min-max] of {args.reps} x {args.seconds:g} s",
+        "",
+        f"command: `{command}`",
+        "",
+    ]
+    doc: dict[str, Any] = {
+        "command": command,
+        "seconds": args.seconds,
+        "reps": args.reps,
+        "machine": machine,
+        "load": load,
+        "wall_seconds": elapsed,
+        "envs": {},
+    }
     for env_id, res in results.items():
         grid, memory = res["grid"], res["memory"]
         sizes = sorted(grid)
@@ -1002,12 +1160,16 @@ def main(argv: list[str] | None = None) -> int:
         if not any(cell.steps_per_s for cells in grid.values() for cell in cells.values()):
             statuses = sorted({cell.status for cells in grid.values() for cell in cells.values()})
             report += [f"No contender ran {env_id}: {'; '.join(statuses)}.", ""]
-            doc["envs"][env_id] = {"results": {str(n): {k: {"status": c.status} for k, c in cells.items()}
-                                               for n, cells in grid.items()}}
+            doc["envs"][env_id] = {
+                "results": {str(n): {k: {"status": c.status} for k, c in cells.items()} for n, cells in grid.items()}
+            }
             continue
         if _is_atari(env_id):
-            report += [f"Atari: frames/s = {frames} x steps/s (frame skip {frames}); same settings on every "
-                       "contender: sticky actions 0.25, noop starts up to 30, 84x84 grayscale, 4 frames.", ""]
+            report += [
+                f"Atari: frames/s = {frames} x steps/s (frame skip {frames}); same settings on every "
+                "contender: sticky actions 0.25, noop starts up to 30, 84x84 grayscale, 4 frames.",
+                "",
+            ]
         report.append(markdown_table(args.chosen, sizes, grid, memory))
         report += ["", ratio_table(args.chosen, sizes, grid), ""]
         png = os.path.join(args.out, f"{env_id}.png")
@@ -1016,17 +1178,34 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report += ["plot: matplotlib is not installed (pip install 'fastvec[bench]')", ""]
         doc["envs"][env_id] = {
-            "results": {str(n): {k: {"status": c.status, "median_steps_per_s": c.median,
-                                     "median_frames_per_s": c.median * frames if c.median else None,
-                                     "steps_per_s": c.steps_per_s, "us_per_call": c.us_per_call,
-                                     "other_cpu_share": c.other_cpu}
-                                 for k, c in cells.items()} for n, cells in grid.items()},
-            "peak_memory_mib": {k: {"num_envs": MEMORY_NUM_ENVS, "mib": m, "status": st}
-                                for k, (m, st) in memory.items()},
+            "results": {
+                str(n): {
+                    k: {
+                        "status": c.status,
+                        "median_steps_per_s": c.median,
+                        "median_frames_per_s": c.median * frames if c.median else None,
+                        "steps_per_s": c.steps_per_s,
+                        "us_per_call": c.us_per_call,
+                        "other_cpu_share": c.other_cpu,
+                    }
+                    for k, c in cells.items()
+                }
+                for n, cells in grid.items()
+            },
+            "peak_memory_mib": {
+                k: {"num_envs": MEMORY_NUM_ENVS, "mib": m, "status": st} for k, (m, st) in memory.items()
+            },
             "ratio_to_sb3_subproc": ratios_to_sb3(grid),
         }
-    disturbed = sorted({f"{env_id}:{k}@{n}" for env_id, res in results.items()
-                        for n, cells in res["grid"].items() for k, c in cells.items() if c.disturbed})
+    disturbed = sorted(
+        {
+            f"{env_id}:{k}@{n}"
+            for env_id, res in results.items()
+            for n, cells in res["grid"].items()
+            for k, c in cells.items()
+            if c.disturbed
+        }
+    )
     if disturbed:
         load["busy"] = True
         load["busy_reasons"].append(f"{len(disturbed)} cell(s) measured while other processes were busy")
@@ -1035,10 +1214,13 @@ def main(argv: list[str] | None = None) -> int:
         "Process-per-env contenders fork their workers (SB3 with start_method='fork').",
         f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable), "
         f"{machine['platform']}",
-        "versions: " + ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
+        "versions: "
+        + ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
         + f"; checkout: {machine['fastvec_source']}",
-        "load average before: " + " ".join(f"{x:.2f}" for x in load["load_before"])
-        + "; after: " + " ".join(f"{x:.2f}" for x in load["load_after"]),
+        "load average before: "
+        + " ".join(f"{x:.2f}" for x in load["load_before"])
+        + "; after: "
+        + " ".join(f"{x:.2f}" for x in load["load_after"]),
         f"wall time: {elapsed:.0f} s",
     ]
     if load["busy"]:

@@ -51,9 +51,12 @@ def _entries() -> dict[str, EnvEntry]:
         specs = tuple(OptionSpec(**o) for o in native["options"])
         keywords = tuple(o for o in specs if o.kind != "str")
         common = {
-            "native": native["id"], "max_episode_steps": native["max_episode_steps"] or None,
-            "options": {o.name: o.default for o in keywords}, "reward_threshold": native["reward_threshold"],
-            "hidden": native["hidden"], "option_specs": keywords,
+            "native": native["id"],
+            "max_episode_steps": native["max_episode_steps"] or None,
+            "options": {o.name: o.default for o in keywords},
+            "reward_threshold": native["reward_threshold"],
+            "hidden": native["hidden"],
+            "option_specs": keywords,
         }
         if native["family"] == "atari":
             for rom in roms.rom_ids():
@@ -85,8 +88,10 @@ def lookup(env_id: str) -> EnvEntry:
         from fastvec import _core
 
         if not _core.has_atari:
-            raise ValueError(f"unknown env_id {env_id!r}: this fastvec was built without the Atari backend "
-                             "(FASTVEC_ATARI=OFF); rebuild with it to run Atari games")
+            raise ValueError(
+                f"unknown env_id {env_id!r}: this fastvec was built without the Atari backend "
+                "(FASTVEC_ATARI=OFF); rebuild with it to run Atari games"
+            )
         raise ValueError(f"unknown env_id {env_id!r}: Atari ids come from ale-py's ROMs; {roms.install_hint()}")
     close = difflib.get_close_matches(env_id, list_envs(), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else f"; known ids: {list_envs()}"

@@ -55,21 +55,29 @@ class Backend(Protocol):
     def closed(self) -> bool: ...
     def step(self, actions: Any) -> _core.Result:
         """Steps every env of a sync pool; rows in env order."""
+
     def send(self, actions: Any, env_id: Any) -> None:
         """Queues a step of each env in ``env_id`` (every env if None)."""
+
     def recv(self) -> _core.Result:
         """The first ``batch_size`` envs to finish (every env in env order, in a sync pool)."""
+
     def recv_rest(self) -> _core.Result:
         """The envs still in flight in an async pool, when they are fewer than ``batch_size``."""
+
     def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
         """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
+
     def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
         """Resets the envs in ``env_id`` of a sync pool and waits; rows of at least those envs, or every env's
         in env order (``all_rows``; the others report their observation only)."""
+
     def reseed(self, seed: int) -> None:
         """Seeds every env's next reset from one int."""
+
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
+
     def close(self) -> None: ...
 
 
@@ -109,8 +117,18 @@ def make(
 
         if num_threads is not None:
             env_kwargs.setdefault("num_workers", num_threads)
-        return PyVectorEnv(pyenv.make(env_id, num_envs, batch_size=batch_size, seed=seed, autoreset_mode=mode,
-                                      max_episode_steps=max_episode_steps, **env_kwargs), MODES[mode])
+        return PyVectorEnv(
+            pyenv.make(
+                env_id,
+                num_envs,
+                batch_size=batch_size,
+                seed=seed,
+                autoreset_mode=mode,
+                max_episode_steps=max_episode_steps,
+                **env_kwargs,
+            ),
+            MODES[mode],
+        )
     entry = lookup(env_id)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
@@ -135,12 +153,26 @@ def make(
     seeded = seed is not None
     seed = check_seed("seed", seed) if seeded else secrets.randbits(64)
     native = _core.Pool(
-        entry.native, num_envs, batch_size, num_threads, block_size or 0, max_episode_steps, mode, seed, options,
+        entry.native,
+        num_envs,
+        batch_size,
+        num_threads,
+        block_size or 0,
+        max_episode_steps,
+        mode,
+        seed,
+        options,
         string_options,
     )
     spec = native.spec()
-    return VectorEnv(native, MODES[mode], _space("obs", spec), _space("action", spec),
-                     max_episode_steps=max_episode_steps or None, entry=entry)
+    return VectorEnv(
+        native,
+        MODES[mode],
+        _space("obs", spec),
+        _space("action", spec),
+        max_episode_steps=max_episode_steps or None,
+        entry=entry,
+    )
 
 
 def _is_native(env_id: str) -> bool:
@@ -221,9 +253,18 @@ class VectorEnv(gym.vector.VectorEnv):
     ``autoreset_mode="same_step"`` also ``final_obs``/``final_info`` as gymnasium defines them.
     """
 
-    def __init__(self, backend: Backend, autoreset_mode: AutoresetMode, single_observation_space: gym.Space,
-                 single_action_space: gym.Space, *, max_episode_steps: int | None,
-                 entry: EnvEntry | None = None, metadata: dict[str, Any] | None = None, spec: Any = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        autoreset_mode: AutoresetMode,
+        single_observation_space: gym.Space,
+        single_action_space: gym.Space,
+        *,
+        max_episode_steps: int | None,
+        entry: EnvEntry | None = None,
+        metadata: dict[str, Any] | None = None,
+        spec: Any = None,
+    ) -> None:
         self._pool = backend
         self.entry = entry  #: the registry entry of a native env (None for the Python-env pool)
         self.num_envs = backend.num_envs
@@ -251,9 +292,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- sync API ---------------------------------------------------------
 
-    def reset(
-        self, *, seed: Seed = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: Seed = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets every env (or, with ``options={"reset_mask": mask}`` or
         ``options={"env_id": ids}``, only some) and returns their observations.
 
@@ -273,14 +312,13 @@ class VectorEnv(gym.vector.VectorEnv):
             return batches[0].obs, {"env_id": batches[0].env_id, **batches[0].info}
         env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
-        obs = _rows(self.single_observation_space, _concatenate(self.single_observation_space,
-                                                                [b.obs for b in batches]), order)
+        obs = _rows(
+            self.single_observation_space, _concatenate(self.single_observation_space, [b.obs for b in batches]), order
+        )
         info = _merge_infos([b.info for b in batches], [len(b.env_id) for b in batches], order)
         return obs, {"env_id": env_id[order], **info}
 
-    def step(
-        self, actions: Any, env_id: Any = None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every env with ``actions`` (one row per env, env order).
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
@@ -288,8 +326,10 @@ class VectorEnv(gym.vector.VectorEnv):
         if env_id is None:
             if self.batch_size != self.num_envs:
                 self._check_open()
-                raise ValueError("step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                                 "in async mode use send(actions, env_id) and recv()")
+                raise ValueError(
+                    "step(actions) without env_id steps every env and needs batch_size == num_envs; "
+                    "in async mode use send(actions, env_id) and recv()"
+                )
             return self._result(self._pool.step(actions))
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
             self._check_open()
@@ -382,8 +422,12 @@ class VectorEnv(gym.vector.VectorEnv):
         info: dict[str, Any] = {"env_id": r.env_id, **r.info}
         if r.ended is not None:
             done = r.ended
-            stats = {"episode_return": r.episode_return, "_episode_return": done,
-                     "episode_length": r.episode_length, "_episode_length": done}
+            stats = {
+                "episode_return": r.episode_return,
+                "_episode_return": done,
+                "episode_length": r.episode_length,
+                "_episode_length": done,
+            }
             info.update(stats)
             if r.final_obs is not None:
                 boxed = np.full(len(done), None, dtype=object)
@@ -410,9 +454,12 @@ def _merge_infos(infos: list[dict[str, Any]], sizes: list[int], order: np.ndarra
             out[key] = _merge_infos([p if isinstance(p, dict) else {} for p in parts], sizes, order)
             continue
         like = next(p for p in parts if p is not None)
-        filled = [p if p is not None else np.full((size, *like.shape[1:]), None if like.dtype == object else 0,
-                                                  dtype=like.dtype)
-                  for p, size in zip(parts, sizes, strict=True)]
+        filled = [
+            p
+            if p is not None
+            else np.full((size, *like.shape[1:]), None if like.dtype == object else 0, dtype=like.dtype)
+            for p, size in zip(parts, sizes, strict=True)
+        ]
         out[key] = np.concatenate(filled)[order]
     return out
 
@@ -422,8 +469,15 @@ class PyVectorEnv(VectorEnv):
     with that pool's worker processes in view."""
 
     def __init__(self, pool: PyEnvPool, autoreset_mode: AutoresetMode) -> None:
-        super().__init__(pool, autoreset_mode, pool.single_observation_space, pool.single_action_space,
-                         max_episode_steps=pool.max_episode_steps, metadata=pool.metadata, spec=pool.spec)
+        super().__init__(
+            pool,
+            autoreset_mode,
+            pool.single_observation_space,
+            pool.single_action_space,
+            max_episode_steps=pool.max_episode_steps,
+            metadata=pool.metadata,
+            spec=pool.spec,
+        )
         self._workers = pool
         self.num_workers = pool.num_workers
         self.start_method = pool.start_method

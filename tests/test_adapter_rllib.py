@@ -43,12 +43,17 @@ def runner_facts(algo):
         env = runner.env.unwrapped
         obs, _ = env.reset(seed=runner.config.seed + runner.worker_index)
         return {
-            "module": type(env).__module__, "class": type(env).__name__, "num_envs": env.num_envs,
-            "node": ray.get_runtime_context().get_node_id(), "obs": obs, "worker": runner.worker_index,
+            "module": type(env).__module__,
+            "class": type(env).__name__,
+            "num_envs": env.num_envs,
+            "node": ray.get_runtime_context().get_node_id(),
+            "obs": obs,
+            "worker": runner.worker_index,
         }
 
-    return algo.env_runner_group.foreach_env_runner(facts, local_env_runner=False) or \
-        algo.env_runner_group.foreach_env_runner(facts, local_env_runner=True)
+    return algo.env_runner_group.foreach_env_runner(
+        facts, local_env_runner=False
+    ) or algo.env_runner_group.foreach_env_runner(facts, local_env_runner=True)
 
 
 def train(config, iterations: int) -> tuple[list[float], list[dict]]:

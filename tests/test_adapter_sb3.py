@@ -260,8 +260,11 @@ def test_refuses_what_sb3_cannot_use():
         fastvec.sb3_vec("CartPole-v1", 4, batch_size=2)
     nested = gym.spaces.Dict({"a": gym.spaces.Dict({"b": gym.spaces.Discrete(2)})})
     fake = types.SimpleNamespace(
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, batch_size=2, num_envs=2,
-        single_observation_space=nested, single_action_space=gym.spaces.Discrete(2),
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        batch_size=2,
+        num_envs=2,
+        single_observation_space=nested,
+        single_action_space=gym.spaces.Discrete(2),
     )
     with pytest.raises(NotImplementedError):
         SB3VecEnv(fake)
@@ -278,9 +281,19 @@ def test_ppo_solves_cartpole():
     env = fastvec.sb3_vec("CartPole-v1", 8, seed=0)
     eval_env = fastvec.sb3_vec("CartPole-v1", 10, seed=123)
     model = PPO(
-        "MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-        learning_rate=lambda f: f * 1e-3, clip_range=lambda f: f * 0.2, policy_kwargs={"net_arch": [64, 64]},
-        seed=0, device="cpu",
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=lambda f: f * 1e-3,
+        clip_range=lambda f: f * 0.2,
+        policy_kwargs={"net_arch": [64, 64]},
+        seed=0,
+        device="cpu",
     )
     start, best = time.time(), -np.inf
     while model.num_timesteps < 100_000 and best < 475:

@@ -237,17 +237,38 @@ def test_ppo_solves_cartpole():
         if isinstance(m, torch.nn.Linear):
             torch.nn.init.orthogonal_(m.weight)
             torch.nn.init.zeros_(m.bias)
-    policy = DiscreteActorPolicy(actor=actor, dist_fn=torch.distributions.Categorical,
-                                 action_space=gym.spaces.Discrete(2), deterministic_eval=True)
-    algo = PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=3e-4), gamma=0.99, max_grad_norm=0.5,
-               eps_clip=0.2, vf_coef=0.5, ent_coef=0.0, gae_lambda=0.95)
+    policy = DiscreteActorPolicy(
+        actor=actor,
+        dist_fn=torch.distributions.Categorical,
+        action_space=gym.spaces.Discrete(2),
+        deterministic_eval=True,
+    )
+    algo = PPO(
+        policy=policy,
+        critic=critic,
+        optim=AdamOptimizerFactory(lr=3e-4),
+        gamma=0.99,
+        max_grad_norm=0.5,
+        eps_clip=0.2,
+        vf_coef=0.5,
+        ent_coef=0.0,
+        gae_lambda=0.95,
+    )
     start = time.time()
-    result = algo.run_training(OnPolicyTrainerParams(
-        training_collector=Collector[CollectStats](algo, train_envs, VectorReplayBuffer(20000, 8)),
-        test_collector=Collector[CollectStats](algo, test_envs),
-        max_epochs=5, epoch_num_steps=10_000, update_step_num_repetitions=10, test_step_num_episodes=10,
-        batch_size=64, collection_step_num_env_steps=2000, stop_fn=lambda r: r >= 475,
-        show_progress=False, verbose=False,
-    ))
+    result = algo.run_training(
+        OnPolicyTrainerParams(
+            training_collector=Collector[CollectStats](algo, train_envs, VectorReplayBuffer(20000, 8)),
+            test_collector=Collector[CollectStats](algo, test_envs),
+            max_epochs=5,
+            epoch_num_steps=10_000,
+            update_step_num_repetitions=10,
+            test_step_num_episodes=10,
+            batch_size=64,
+            collection_step_num_env_steps=2000,
+            stop_fn=lambda r: r >= 475,
+            show_progress=False,
+            verbose=False,
+        )
+    )
     assert result.best_reward >= 475, result
     print(f"Tianshou PPO solved CartPole in {result.train_step} steps, {time.time() - start:.1f} s")

@@ -60,8 +60,9 @@ def _reference(game: str, **kw) -> gym.Env:
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize(("game", "steps", "seed"),
-                         [("Pong", 1200, 0), ("Breakout", 600, 1), ("SpaceInvaders", 600, 2)])
+@pytest.mark.parametrize(
+    ("game", "steps", "seed"), [("Pong", 1200, 0), ("Breakout", 600, 1), ("SpaceInvaders", 600, 2)]
+)
 def test_parity_with_gymnasium_atari_preprocessing(game, steps, seed):
     """Same actions -> same rewards, terminations and lives, and the same pixels: the area resize is
     OpenCV's INTER_AREA computed exactly, with OpenCV's float order for exact ties; a handful of ties
@@ -163,8 +164,16 @@ def test_sticky_actions_change_the_game():
 
 
 def test_episodic_life_and_reward_clip():
-    with fastvec.make("Breakout-v5", num_envs=1, episodic_life=True, reward_clip=True, use_fire_reset=True,
-                      noop_max=0, repeat_action_probability=0.0, seed=0) as env:
+    with fastvec.make(
+        "Breakout-v5",
+        num_envs=1,
+        episodic_life=True,
+        reward_clip=True,
+        use_fire_reset=True,
+        noop_max=0,
+        repeat_action_probability=0.0,
+        seed=0,
+    ) as env:
         _, info = env.reset()
         lives = [int(info["lives"][0])]
         ends = 0
@@ -181,8 +190,9 @@ def test_episodic_life_and_reward_clip():
 
 
 def test_full_action_space_and_image_options():
-    with fastvec.make("Pong-v5", num_envs=1, full_action_space=True, img_height=42, img_width=80, stack_num=2,
-                      frame_skip=2) as env:
+    with fastvec.make(
+        "Pong-v5", num_envs=1, full_action_space=True, img_height=42, img_width=80, stack_num=2, frame_skip=2
+    ) as env:
         assert env.single_action_space.n == 18
         obs, _ = env.reset()
         assert obs.shape == (1, 2, 42, 80)
@@ -201,8 +211,9 @@ IMAGE_SIZES = [(42, 80), (100, 100), (126, 96), (70, 32), (64, 64), (83, 79), (1
 def test_other_image_sizes_match_gymnasium(height, width):
     base = gym.make("ALE/Breakout-v5", frameskip=1, repeat_action_probability=0.0)
     ref = FrameStackObservation(AtariPreprocessing(base, noop_max=0, frame_skip=4, screen_size=(width, height)), 4)
-    with fastvec.make("Breakout-v5", num_envs=1, img_height=height, img_width=width, noop_max=0,
-                      repeat_action_probability=0.0, seed=0) as env:
+    with fastvec.make(
+        "Breakout-v5", num_envs=1, img_height=height, img_width=width, noop_max=0, repeat_action_probability=0.0, seed=0
+    ) as env:
         want, _ = ref.reset(seed=0)
         got, _ = env.reset()
         assert got[0].shape == want.shape == (4, height, width)
@@ -244,8 +255,14 @@ def test_portable_kernels_give_the_same_frames(tmp_path):
     def run(portable: str) -> dict:
         code = f"SIZES = {IMAGE_SIZES!r}\n" + _KERNEL_DIGESTS
         env = {**os.environ, "FASTVEC_PORTABLE_KERNELS": portable}
-        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,  # the installed fastvec
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=tmp_path,  # the installed fastvec
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -259,10 +276,17 @@ def test_portable_kernels_give_the_same_frames(tmp_path):
 @pytest.mark.heavy
 def test_full_screen_needs_no_resize():
     ref = FrameStackObservation(
-        AtariPreprocessing(gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0), noop_max=0,
-                           frame_skip=4, screen_size=(160, 210)), 4)
-    with fastvec.make("Pong-v5", num_envs=1, img_height=210, img_width=160, noop_max=0,
-                      repeat_action_probability=0.0) as env:
+        AtariPreprocessing(
+            gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0),
+            noop_max=0,
+            frame_skip=4,
+            screen_size=(160, 210),
+        ),
+        4,
+    )
+    with fastvec.make(
+        "Pong-v5", num_envs=1, img_height=210, img_width=160, noop_max=0, repeat_action_probability=0.0
+    ) as env:
         want, _ = ref.reset(seed=0)
         got, _ = env.reset()
         np.testing.assert_array_equal(got[0], want)
@@ -385,8 +409,14 @@ env = fastvec.make("Pong-v5", 64)
 env.reset()
 print("ok")
 """
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "error: a pool of 10000 envs needs about" in run.stdout and "GiB of address space" in run.stdout
     assert float(run.stdout.split("seconds")[1].split()[0]) < 10

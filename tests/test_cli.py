@@ -18,23 +18,46 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def fastvec_cli(*args: str, cwd) -> subprocess.CompletedProcess:
     # Run from a scratch directory, so that the installed fastvec is imported, not the source tree.
-    return subprocess.run([sys.executable, "-m", "fastvec", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "fastvec", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 @pytest.mark.timeout(300)
 def test_bench_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "results"
-    run = fastvec_cli("bench", "--quick", "--envs", "CartPole-v1", "Pong-v5", "--num-envs", "2", "4",
-                      "--seconds", "0.05", "--contenders", "fastvec", "fastvec-async", "gym-numpy", "gym-sync",
-                      "--memory", "--out", str(out), cwd=tmp_path)
+    run = fastvec_cli(
+        "bench",
+        "--quick",
+        "--envs",
+        "CartPole-v1",
+        "Pong-v5",
+        "--num-envs",
+        "2",
+        "4",
+        "--seconds",
+        "0.05",
+        "--contenders",
+        "fastvec",
+        "fastvec-async",
+        "gym-numpy",
+        "gym-sync",
+        "--memory",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     table = run.stdout
     assert "## CartPole-v1" in table and "## Pong-v5" in table
     assert "| x SB3 SubprocVecEnv |" not in table  # SB3 was not selected: no ratio column to show
     assert "| contender | num_envs=2 | num_envs=4 | peak memory @16 envs |" in table
-    for label in ("fastvec sync (default threads)", "fastvec async (default threads)",
-                  "gymnasium vector_entry_point (numpy)", "gymnasium SyncVectorEnv"):
+    for label in (
+        "fastvec sync (default threads)",
+        "fastvec async (default threads)",
+        "gymnasium vector_entry_point (numpy)",
+        "gymnasium SyncVectorEnv",
+    ):
         assert f"| {label} |" in table
     doc = json.loads((out / "results.json").read_text())
     cart = doc["envs"]["CartPole-v1"]["results"]
@@ -61,17 +84,47 @@ def test_bench_measures_memory_when_run_in_the_source_checkout(tmp_path):
     """The README runs `fastvec bench` in the checkout it installed from. The memory probe's fresh
     interpreter imported the checkout's fastvec/ (no built extension) there: every memory cell failed."""
     script = Path(sys.executable).with_name("fastvec")
-    run = subprocess.run([str(script), "bench", "--quick", "--num-envs", "2", "--seconds", "0.05", "--contenders",
-                          "fastvec", "--memory", "--out", str(tmp_path), "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = subprocess.run(
+        [
+            str(script),
+            "bench",
+            "--quick",
+            "--num-envs",
+            "2",
+            "--seconds",
+            "0.05",
+            "--contenders",
+            "fastvec",
+            "--memory",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     memory = json.loads(run.stdout)["envs"]["CartPole-v1"]["peak_memory_mib"]["fastvec"]
     assert memory["status"] == "ok" and memory["mib"] > 1, memory
 
 
 def test_bench_json_on_stdout(tmp_path):
-    run = fastvec_cli("bench", "--quick", "--num-envs", "2", "--seconds", "0.05", "--contenders", "fastvec",
-                      "--out", str(tmp_path), "--json", cwd=tmp_path)
+    run = fastvec_cli(
+        "bench",
+        "--quick",
+        "--num-envs",
+        "2",
+        "--seconds",
+        "0.05",
+        "--contenders",
+        "fastvec",
+        "--out",
+        str(tmp_path),
+        "--json",
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert doc["envs"]["CartPole-v1"]["results"]["2"]["fastvec"]["status"] == "ok"
@@ -119,8 +172,14 @@ def test_running_in_a_source_tree_says_what_to_do(tmp_path):
     import shutil
 
     shutil.copytree(ROOT / "fastvec", tmp_path / "fastvec", ignore=shutil.ignore_patterns("_core*.so", "__pycache__"))
-    run = subprocess.run([sys.executable, "-m", "fastvec", "list"], capture_output=True, text=True, cwd=tmp_path,
-                         timeout=60, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    run = subprocess.run(
+        [sys.executable, "-m", "fastvec", "list"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     import importlib.metadata
 
     if '"editable": true' in (importlib.metadata.distribution("fastvec").read_text("direct_url.json") or ""):

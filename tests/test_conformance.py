@@ -103,8 +103,7 @@ def _check_step_outputs(env, result, k: int) -> None:
     obs, reward, terminated, truncated, info = result
     assert isinstance(obs, np.ndarray) and obs.dtype == env.single_observation_space.dtype
     assert obs.shape == env.observation_space.shape
-    assert env.observation_space.contains(obs), obs[~np.array([env.single_observation_space.contains(o)
-                                                                for o in obs])]
+    assert env.observation_space.contains(obs), obs[~np.array([env.single_observation_space.contains(o) for o in obs])]
     for row in iterate(env.observation_space, obs):
         assert env.single_observation_space.contains(row)
     assert reward.dtype == np.float32 and reward.shape == (k,)
@@ -177,8 +176,11 @@ def test_outputs_in_spaces_async(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("next_step", AutoresetMode.NEXT_STEP), ("same_step", AutoresetMode.SAME_STEP),
-     ("disabled", AutoresetMode.DISABLED)],
+    [
+        ("next_step", AutoresetMode.NEXT_STEP),
+        ("same_step", AutoresetMode.SAME_STEP),
+        ("disabled", AutoresetMode.DISABLED),
+    ],
 )
 def test_autoreset_mode_metadata(env_id, mode, expected):
     env = fastvec.make(env_id, 2, seed=0, autoreset_mode=mode)
@@ -228,8 +230,9 @@ def test_make_vec_vector_entry_point(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_make_vec_passes_options(env_id):
-    env = gym.make_vec(f"fastvec/{env_id}", num_envs=2, vectorization_mode="vector_entry_point",
-                       max_episode_steps=3, seed=8)
+    env = gym.make_vec(
+        f"fastvec/{env_id}", num_envs=2, vectorization_mode="vector_entry_point", max_episode_steps=3, seed=8
+    )
     assert env.max_episode_steps == 3
     env.reset()
     actions = np.stack([env.single_action_space.sample() for _ in range(2)])

@@ -35,8 +35,12 @@ def _sync_rollout(env_id: str, seed: int | list[int], steps: int = STEPS, **make
     env = fastvec.make(env_id, N, max_episode_steps=MAX_EPISODE_STEPS, **make_kwargs)
     obs, info = env.reset(seed=seed)
     np.testing.assert_array_equal(info["env_id"], np.arange(N))
-    out = {"obs": [obs], "reward": [np.zeros(N, np.float32)], "terminated": [np.zeros(N, bool)],
-           "truncated": [np.zeros(N, bool)]}
+    out = {
+        "obs": [obs],
+        "reward": [np.zeros(N, np.float32)],
+        "terminated": [np.zeros(N, bool)],
+        "truncated": [np.zeros(N, bool)],
+    }
     for t in range(steps):
         obs, reward, terminated, truncated, info = env.step(_actions(env.single_action_space, range(N), [t] * N))
         np.testing.assert_array_equal(info["env_id"], np.arange(N))
@@ -46,8 +50,7 @@ def _sync_rollout(env_id: str, seed: int | list[int], steps: int = STEPS, **make
     return {k: np.stack(v, axis=1) for k, v in out.items()}
 
 
-def _async_rollout(env_id: str, seed: int, batch_size: int, steps: int = STEPS,
-                   **make_kwargs) -> dict[str, np.ndarray]:
+def _async_rollout(env_id: str, seed: int, batch_size: int, steps: int = STEPS, **make_kwargs) -> dict[str, np.ndarray]:
     """The same per-env trajectories from an asynchronous pool: every env is driven by the same
     function of (env_id, its own step count), and results are reassembled by ``info["env_id"]``."""
     env = fastvec.make(env_id, N, batch_size=batch_size, max_episode_steps=MAX_EPISODE_STEPS, **make_kwargs)
@@ -63,8 +66,7 @@ def _async_rollout(env_id: str, seed: int, batch_size: int, steps: int = STEPS,
         env.send(_actions(env.single_action_space, ids, [len(records[i]) - 1 for i in ids]), ids)
     env.close()
     keys = ("obs", "reward", "terminated", "truncated")
-    return {k: np.stack([np.stack([r[j] for r in rec[: steps + 1]]) for rec in records])
-            for j, k in enumerate(keys)}
+    return {k: np.stack([np.stack([r[j] for r in rec[: steps + 1]]) for rec in records]) for j, k in enumerate(keys)}
 
 
 def _assert_same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:

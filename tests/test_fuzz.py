@@ -77,13 +77,21 @@ def _option_strategy(o: fastvec.registry.OptionSpec) -> st.SearchStrategy:
     return st.floats(max(o.low, o.default - 10), min(o.high, o.default + 10))
 
 
-CLASSIC_OPTIONS = {e: {o.name: _option_strategy(o) for o in fastvec.registry.lookup(e).option_specs}
-                   for e in CLASSIC_IDS}
+CLASSIC_OPTIONS = {
+    e: {o.name: _option_strategy(o) for o in fastvec.registry.lookup(e).option_specs} for e in CLASSIC_IDS
+}
 ATARI_OPTIONS = {
-    "frame_skip": st.integers(1, 5), "stack_num": st.integers(1, 4), "img_height": st.sampled_from([84, 42, 210]),
-    "img_width": st.sampled_from([84, 42, 160]), "noop_max": st.integers(0, 30), "gray_scale": st.booleans(),
-    "episodic_life": st.booleans(), "reward_clip": st.booleans(), "use_fire_reset": st.booleans(),
-    "repeat_action_probability": st.floats(0.0, 1.0), "full_action_space": st.booleans(),
+    "frame_skip": st.integers(1, 5),
+    "stack_num": st.integers(1, 4),
+    "img_height": st.sampled_from([84, 42, 210]),
+    "img_width": st.sampled_from([84, 42, 160]),
+    "noop_max": st.integers(0, 30),
+    "gray_scale": st.booleans(),
+    "episodic_life": st.booleans(),
+    "reward_clip": st.booleans(),
+    "use_fire_reset": st.booleans(),
+    "repeat_action_probability": st.floats(0.0, 1.0),
+    "full_action_space": st.booleans(),
 }
 # (id, backend): Python envs of every space kind the fuzzer covers (Box/Discrete, Box actions, Tuple observations).
 PYTHON_ENVS = (("CartPole-v1", "python"), ("Pendulum-v1", "python"), ("Blackjack-v1", "auto"))
@@ -201,11 +209,15 @@ def check_obs(space: gym.Space, obs: Any, rows: int, what: str) -> None:
 # completion order and unseeded episodes end at random steps. Every draw below has a shape fixed by the
 # pool's configuration (num_envs, spaces); the current state only interprets what was drawn.
 
+
 @functools.cache
 def seeds_valid(n: int) -> st.SearchStrategy:
     one = st.integers(0, 2**64 - 1)
     return st.one_of(
-        st.none(), one, one.map(np.uint64), one.map(lambda s: np.array(s, np.uint64)),  # a 0-d array is an int
+        st.none(),
+        one,
+        one.map(np.uint64),
+        one.map(lambda s: np.array(s, np.uint64)),  # a 0-d array is an int
         st.lists(st.one_of(st.none(), one), min_size=n, max_size=n),
         st.lists(st.integers(0, 2**62), min_size=n, max_size=n).map(lambda s: np.array(s, np.int64)),
     )
@@ -214,12 +226,23 @@ def seeds_valid(n: int) -> st.SearchStrategy:
 @functools.cache
 def seeds_invalid(n: int) -> st.SearchStrategy:
     """(seed, errors): one mistake each."""
-    return st.sampled_from([
-        (-1, {ValueError}), (2**64, {ValueError}), (1.5, {TypeError}), ("7", {TypeError}), (True, {TypeError}),
-        (b"12", {TypeError}), ({"a": 1}, {TypeError}), (np.array(1.5), {TypeError}), ([0] * (n + 1), {ValueError}),
-        ([1.5] * n, {TypeError}),
-        ([-1] * n, {ValueError}), ([None] * (n - 1) + [2**64], {ValueError}), (["x"] * n, {TypeError}),
-    ])
+    return st.sampled_from(
+        [
+            (-1, {ValueError}),
+            (2**64, {ValueError}),
+            (1.5, {TypeError}),
+            ("7", {TypeError}),
+            (True, {TypeError}),
+            (b"12", {TypeError}),
+            ({"a": 1}, {TypeError}),
+            (np.array(1.5), {TypeError}),
+            ([0] * (n + 1), {ValueError}),
+            ([1.5] * n, {TypeError}),
+            ([-1] * n, {ValueError}),
+            ([None] * (n - 1) + [2**64], {ValueError}),
+            (["x"] * n, {TypeError}),
+        ]
+    )
 
 
 @functools.cache
@@ -250,10 +273,27 @@ def _float_rows(size: int, wide: bool) -> st.SearchStrategy:
 
 DISCRETE_FORMS = st.sampled_from(["int64", "int32", "int8", "uint8", "uint16", "list"])
 BOX_FORMS = st.sampled_from(["float32", "float64", "float16", "flat", "list", "int"])
-BAD_DISCRETE = st.sampled_from(["short", "long", "column", "scalar", "float", "str", "none", "low", "high", "huge",
-                                "uint64", "bool", "ragged", "tensor"])
-BAD_BOX = st.sampled_from(["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool",
-                           "scalar", "tensor"])
+BAD_DISCRETE = st.sampled_from(
+    [
+        "short",
+        "long",
+        "column",
+        "scalar",
+        "float",
+        "str",
+        "none",
+        "low",
+        "high",
+        "huge",
+        "uint64",
+        "bool",
+        "ragged",
+        "tensor",
+    ]
+)
+BAD_BOX = st.sampled_from(
+    ["nan", "inf", "-inf", "overflow", "short", "long", "trailing", "str", "complex", "bool", "scalar", "tensor"]
+)
 
 
 def _grad_tensor(rows: int, native: bool) -> tuple[Any, set]:
@@ -263,8 +303,9 @@ def _grad_tensor(rows: int, native: bool) -> tuple[Any, set]:
     return torch.zeros(max(rows, 1), requires_grad=True), {TypeError} if native else {TypeError, RuntimeError}
 
 
-def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool,
-                 valid: bool) -> tuple[Any, set]:
+def draw_actions(
+    data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool, valid: bool
+) -> tuple[Any, set]:
     """Actions for ``rows`` (at most ``n + 1``: an env listed twice) of the pool's ``n`` envs, and the errors
     they deserve (empty: valid). The draws are the same for any ``rows``."""
     row = data.draw(st.integers(0, max(n - 1, 0)), label="row") % max(rows, 1)
@@ -315,7 +356,7 @@ def draw_actions(data: st.DataObject, space: gym.Space, n: int, rows: int, nativ
     if valid:
         per_env = int(np.prod(space.shape))
         wide = data.draw(st.booleans(), label="outside the bounds")
-        flat = data.draw(_float_rows((n + 1) * per_env, wide), label="actions")[:rows * per_env]
+        flat = data.draw(_float_rows((n + 1) * per_env, wide), label="actions")[: rows * per_env]
         arr = np.array(flat, np.float64).reshape(shape)
         form = data.draw(BOX_FORMS, label="form")
         if form == "flat" and space.shape == (1,):
@@ -390,13 +431,16 @@ class PoolMachine(RuleBasedStateMachine):
                 result = fn()
             except BaseException as exc:
                 if not isinstance(exc, DOCUMENTED):
-                    raise AssertionError(f"{what} raised an undocumented {type(exc).__module__}."
-                                         f"{type(exc).__name__}: {exc}") from exc
+                    raise AssertionError(
+                        f"{what} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: {exc}"
+                    ) from exc
                 if not errors:
                     raise AssertionError(f"{what} is valid but raised {type(exc).__name__}: {exc}") from exc
                 if type(exc) not in errors:
-                    raise AssertionError(f"{what} raised {type(exc).__name__} ({exc}); expected one of "
-                                         f"{sorted(e.__name__ for e in errors)}") from exc
+                    raise AssertionError(
+                        f"{what} raised {type(exc).__name__} ({exc}); expected one of "
+                        f"{sorted(e.__name__ for e in errors)}"
+                    ) from exc
                 return False, exc
         assert not errors, f"{what} should have raised one of {sorted(e.__name__ for e in errors)}"
         return True, result
@@ -421,8 +465,17 @@ class PoolMachine(RuleBasedStateMachine):
                 assert flag.shape == (rows,) and flag.dtype == np.bool_, f"{what}: {name} {flag.dtype} {flag.shape}"
         return ids
 
-    def _take_rows(self, what: str, ids: np.ndarray, obs: Any, info: dict, rew=None, term=None, trunc=None,
-                   observed: np.ndarray | None = None) -> None:
+    def _take_rows(
+        self,
+        what: str,
+        ids: np.ndarray,
+        obs: Any,
+        info: dict,
+        rew=None,
+        term=None,
+        trunc=None,
+        observed: np.ndarray | None = None,
+    ) -> None:
         """Checks returned rows against the model and makes their envs idle. ``rew is None``: a reset's rows;
         ``observed``: rows of envs that were not reset but report their current observation."""
         m = self.model
@@ -435,14 +488,16 @@ class PoolMachine(RuleBasedStateMachine):
                 assert m.state[e] == IDLE, f"{what}: env {e} observed while {m.state[e]}"
                 if m.last_obs[e] is not None:
                     assert _tree_equal(row_obs, m.last_obs[e]), (
-                        f"{what}: env {e} was not reset but its observation changed: {m.last_obs[e]} -> {row_obs}")
+                        f"{what}: env {e} was not reset but its observation changed: {m.last_obs[e]} -> {row_obs}"
+                    )
                 continue
             assert m.state[e] == IN_FLIGHT, f"{what}: returned env {e}, which was not in flight (state {m.state[e]})"
             reset_row = rew is None or m.resetting[e] or (m.mode == "next_step" and m.ended[e])
             if reset_row:
                 if rew is not None:
                     assert rew[r] == 0 and not term[r] and not trunc[r], (
-                        f"{what}: env {e} reset but its row has reward {rew[r]}, flags {term[r]} {trunc[r]}")
+                        f"{what}: env {e} reset but its row has reward {rew[r]}, flags {term[r]} {trunc[r]}"
+                    )
                 assert not done_mask[r], f"{what}: env {e} reset but reports an episode end"
                 m.elapsed[e], m.ret[e], m.ended[e] = 0, 0.0, False
             else:
@@ -450,19 +505,23 @@ class PoolMachine(RuleBasedStateMachine):
                 m.ret[e] += float(rew[r])
                 want_trunc = m.limit is not None and m.elapsed[e] >= m.limit
                 assert trunc[r] == want_trunc, (
-                    f"{what}: env {e} at step {m.elapsed[e]} (limit {m.limit}) has truncated={trunc[r]}")
+                    f"{what}: env {e} at step {m.elapsed[e]} (limit {m.limit}) has truncated={trunc[r]}"
+                )
                 done = bool(term[r] or trunc[r])
                 assert done_mask[r] == done, f"{what}: env {e} done={done} but _episode_return={done_mask[r]}"
                 if done:
                     assert info["episode_length"][r] == m.elapsed[e], (
-                        f"{what}: env {e} episode_length {info['episode_length'][r]}, expected {m.elapsed[e]}")
+                        f"{what}: env {e} episode_length {info['episode_length'][r]}, expected {m.elapsed[e]}"
+                    )
                     assert np.isclose(info["episode_return"][r], m.ret[e], rtol=1e-4, atol=1e-3), (
-                        f"{what}: env {e} episode_return {info['episode_return'][r]}, rewards summed {m.ret[e]}")
+                        f"{what}: env {e} episode_return {info['episode_return'][r]}, rewards summed {m.ret[e]}"
+                    )
                     if m.mode == "same_step":
                         assert info["_final_obs"][r], f"{what}: env {e} ended without final_obs"
                         final = info["final_obs"][r]
                         assert self.env.single_observation_space.contains(final), (
-                            f"{what}: final_obs {final!r} outside {self.env.single_observation_space}")
+                            f"{what}: final_obs {final!r} outside {self.env.single_observation_space}"
+                        )
                         m.elapsed[e], m.ret[e] = 0, 0.0
                     else:
                         m.ended[e] = True
@@ -612,10 +671,25 @@ class PoolMachine(RuleBasedStateMachine):
 
     def _bad_partial_reset(self, data: st.DataObject) -> None:
         m = self.model
-        bad = data.draw(st.sampled_from([
-            "unknown key", "both keys", "mask list", "mask int", "mask shape", "mask empty", "id range", "id twice",
-            "id float", "id 2-D", "not a dict", "a str",
-        ]), label="bad options")
+        bad = data.draw(
+            st.sampled_from(
+                [
+                    "unknown key",
+                    "both keys",
+                    "mask list",
+                    "mask int",
+                    "mask shape",
+                    "mask empty",
+                    "id range",
+                    "id twice",
+                    "id float",
+                    "id 2-D",
+                    "not a dict",
+                    "a str",
+                ]
+            ),
+            label="bad options",
+        )
         full = np.ones(m.n, bool)
         options, errors = {
             "unknown key": ({"colour": 1}, {ValueError}),
@@ -653,8 +727,11 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         if kind == "mask":
             options = {"reset_mask": np.zeros(m.n, bool)}
-            self._call(f"reset(options={_short(options)})", lambda: self.env.reset(options=options),
-                       self._closed_errors({ValueError}))
+            self._call(
+                f"reset(options={_short(options)})",
+                lambda: self.env.reset(options=options),
+                self._closed_errors({ValueError}),
+            )
         else:
             options = {"env_id": [] if form in ("list", "scalar") else np.zeros(0, dtype=form)}
             what = f"reset(options={_short(options)})"
@@ -687,14 +764,18 @@ class PoolMachine(RuleBasedStateMachine):
             if form == "scalar":
                 listed = listed[:1]
             ids = listed
-            options = {"env_id": int(ids[0]) if form == "scalar" else
-                       (ids.tolist() if form == "list" else ids.astype(form))}
+            options = {
+                "env_id": int(ids[0]) if form == "scalar" else (ids.tolist() if form == "list" else ids.astype(form))
+            }
         if seed is not None:
-            seed = seed[:len(listed)]
+            seed = seed[: len(listed)]
         errors = set()
         if bad_seed is not None:
-            seed, errors = {"int": (7, {ValueError}), "count": ([0] * (len(listed) + 1), {ValueError}),
-                            "float": ([1.5] * len(listed), {TypeError})}[bad_seed]
+            seed, errors = {
+                "int": (7, {ValueError}),
+                "count": ([0] * (len(listed) + 1), {ValueError}),
+                "float": ([1.5] * len(listed), {TypeError}),
+            }[bad_seed]
             errors = set(errors)
         others = np.ones(m.n, bool)
         others[listed] = False
@@ -761,8 +842,10 @@ class PoolMachine(RuleBasedStateMachine):
         m = self.model
         pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
         form = data.draw(st.sampled_from(["int32", "int64", "uint16", "list"]), label="ids form")
-        kind = data.draw(st.sampled_from(["busy", "busy", "range", "negative", "twice", "float", "2-D", "wraps",
-                                          "uint64"]), label="bad env_id")
+        kind = data.draw(
+            st.sampled_from(["busy", "busy", "range", "negative", "twice", "float", "2-D", "wraps", "uint64"]),
+            label="bad env_id",
+        )
         sendable = m.sendable()
         if valid:
             ids = np.flatnonzero(pick & sendable)
@@ -776,10 +859,16 @@ class PoolMachine(RuleBasedStateMachine):
             ids = np.concatenate([busy, np.flatnonzero(pick & sendable)])
             return ids.tolist(), len(ids)
         first = int(np.argmax(sendable))
-        return {"busy": ([m.n], 1), "range": ([m.n], 1), "negative": ([-1], 1), "twice": ([first, first], 2),
-                "float": (np.array([float(first)]), 1), "2-D": (np.array([[first]]), 1),
-                "wraps": ([2**32 + first], 1),  # not env `first` modulo 2**32
-                "uint64": (np.array([2**64 - 1], np.uint64), 1)}[kind]
+        return {
+            "busy": ([m.n], 1),
+            "range": ([m.n], 1),
+            "negative": ([-1], 1),
+            "twice": ([first, first], 2),
+            "float": (np.array([float(first)]), 1),
+            "2-D": (np.array([[first]]), 1),
+            "wraps": ([2**32 + first], 1),  # not env `first` modulo 2**32
+            "uint64": (np.array([2**64 - 1], np.uint64), 1),
+        }[kind]
 
     @rule(data=st.data())
     def step(self, data):
@@ -788,8 +877,9 @@ class PoolMachine(RuleBasedStateMachine):
         if self.env is None:
             return
         space = self.env.single_action_space
-        kind = data.draw(st.sampled_from(["all", "all", "all", "bad actions", "with env_id", "bad env_id"]),
-                         label="step")
+        kind = data.draw(
+            st.sampled_from(["all", "all", "all", "bad actions", "with env_id", "bad env_id"]), label="step"
+        )
         errors: set = set()
         env_id = None
         if kind in ("all", "bad actions"):
@@ -861,7 +951,8 @@ class PoolMachine(RuleBasedStateMachine):
         obs, rew, term, trunc, info = result
         got = self._check_rows(what, obs, info, rows, rew, term, trunc)
         assert set(got.tolist()) == set(np.flatnonzero(m.state == IN_FLIGHT).tolist()), (
-            f"{what}: rows {got}, in flight {np.flatnonzero(m.state == IN_FLIGHT)}")
+            f"{what}: rows {got}, in flight {np.flatnonzero(m.state == IN_FLIGHT)}"
+        )
         self._take_rows(what, got, obs, info, rew, term, trunc)
 
     @rule()
@@ -903,7 +994,7 @@ class PoolMachine(RuleBasedStateMachine):
             elif m.sync and len(sendable) == m.n:
                 self._step(actions, None, set(), f"step({_short(actions)})")
             elif not m.sync and len(sendable) and m.in_flight + len(sendable) >= m.batch:
-                ids = sendable if send_all else sendable[first % len(sendable):]
+                ids = sendable if send_all else sendable[first % len(sendable) :]
                 some = actions[ids] if isinstance(actions, np.ndarray) else [actions[e] for e in ids]
                 self._call(f"send({_short(some)}, {ids.tolist()})", lambda a=some, i=ids: self.env.send(a, i), set())
                 m.send(ids, reset=False)
@@ -984,11 +1075,13 @@ class PoolMachine(RuleBasedStateMachine):
             actions = simple_actions(space, m.n)
             work = lambda: env.step(actions)  # noqa: E731
         else:
+
             def work():
                 result = env.recv()
                 ids = result[4]["env_id"]
                 env.send(simple_actions(space, len(ids)), ids)
                 return result
+
             env.send(simple_actions(space, m.n), None)
         outcomes: list = []
         with WATCHDOG.call("two threads stepping"):
@@ -1007,8 +1100,11 @@ class PoolMachine(RuleBasedStateMachine):
         kinds = ["all", "all", "bad seed", "some", "some", "some bad"]
         kind = data.draw(st.sampled_from(kinds), label="async_reset")
         if kind in ("all", "bad seed"):
-            seed, errors = ((data.draw(seeds_valid(m.n), label="seed"), set()) if kind == "all" else
-                            data.draw(seeds_invalid(m.n), label="bad seed"))
+            seed, errors = (
+                (data.draw(seeds_valid(m.n), label="seed"), set())
+                if kind == "all"
+                else data.draw(seeds_invalid(m.n), label="bad seed")
+            )
             what = f"async_reset(seed={_short(seed)})"
             ok, _ = self._call(what, lambda: self.env.async_reset(seed=seed), self._closed_errors(set(errors)))
             if ok:
@@ -1025,7 +1121,7 @@ class PoolMachine(RuleBasedStateMachine):
         if kind == "some":
             ids = np.flatnonzero(pick & resettable)
             env_id: Any = ids
-            seed = None if seeds is None else seeds[:len(ids)]
+            seed = None if seeds is None else seeds[: len(ids)]
             errors: set = set()
         else:
             first = int(np.argmax(resettable))
@@ -1064,8 +1160,6 @@ def _copy_tree(a: Any) -> Any:
     return np.array(a, copy=True)
 
 
-
-
 # -- the three pools ---------------------------------------------------------------------------
 
 
@@ -1079,19 +1173,42 @@ def draw_batch_size(data: st.DataObject, n: int) -> int | None:
 def _common_bad_make(data: st.DataObject, env_id: str, n: int, extra: dict) -> tuple[tuple, dict, set]:
     """One mistake in an otherwise valid make call (shared by every pool kind)."""
     base = dict(extra)
-    bad = data.draw(st.sampled_from([
-        ("num_envs", 0, ValueError), ("num_envs", -3, ValueError), ("num_envs", 2.0, TypeError),
-        ("num_envs", "4", TypeError), ("num_envs", True, TypeError), ("num_envs", 2**40, ValueError),
-        ("batch_size", 0, ValueError), ("batch_size", n + 1, ValueError), ("batch_size", 1.0, TypeError),
-        ("num_threads", 0, ValueError), ("num_threads", -1, ValueError), ("num_threads", 2.5, TypeError),
-        ("autoreset_mode", "sometimes", ValueError), ("autoreset_mode", None, ValueError),
-        ("seed", -1, ValueError), ("seed", 2**64, ValueError), ("seed", 1.5, TypeError), ("seed", "0", TypeError),
-        ("max_episode_steps", 0, ValueError), ("max_episode_steps", -5, ValueError),
-        ("max_episode_steps", 2**40, ValueError),
-        ("max_episode_steps", 2.5, TypeError), ("backend", "gpu", ValueError), ("backend", None, ValueError),
-        ("env_id", 3, TypeError), ("env_id", None, TypeError), ("env_id", "", ValueError),
-        ("env_id", env_id.lower(), ValueError), ("env_id", "NoSuchEnv-v0", ValueError),
-    ]), label="bad make")
+    bad = data.draw(
+        st.sampled_from(
+            [
+                ("num_envs", 0, ValueError),
+                ("num_envs", -3, ValueError),
+                ("num_envs", 2.0, TypeError),
+                ("num_envs", "4", TypeError),
+                ("num_envs", True, TypeError),
+                ("num_envs", 2**40, ValueError),
+                ("batch_size", 0, ValueError),
+                ("batch_size", n + 1, ValueError),
+                ("batch_size", 1.0, TypeError),
+                ("num_threads", 0, ValueError),
+                ("num_threads", -1, ValueError),
+                ("num_threads", 2.5, TypeError),
+                ("autoreset_mode", "sometimes", ValueError),
+                ("autoreset_mode", None, ValueError),
+                ("seed", -1, ValueError),
+                ("seed", 2**64, ValueError),
+                ("seed", 1.5, TypeError),
+                ("seed", "0", TypeError),
+                ("max_episode_steps", 0, ValueError),
+                ("max_episode_steps", -5, ValueError),
+                ("max_episode_steps", 2**40, ValueError),
+                ("max_episode_steps", 2.5, TypeError),
+                ("backend", "gpu", ValueError),
+                ("backend", None, ValueError),
+                ("env_id", 3, TypeError),
+                ("env_id", None, TypeError),
+                ("env_id", "", ValueError),
+                ("env_id", env_id.lower(), ValueError),
+                ("env_id", "NoSuchEnv-v0", ValueError),
+            ]
+        ),
+        label="bad make",
+    )
     name, value, error = bad
     num_envs = value if name == "num_envs" else n
     env = value if name == "env_id" else env_id
@@ -1111,9 +1228,13 @@ class NativeClassicMachine(PoolMachine):
         if batch is not None:
             kwargs["batch_size"] = batch
         divisors = [d for d in range(1, n + 1) if n % d == 0 and (batch or n) % d == 0]
-        for name, strategy in (("num_threads", st.integers(1, 3)), ("block_size", st.sampled_from(divisors)),
-                               ("max_episode_steps", st.integers(1, 30)), ("seed", st.integers(0, 2**64 - 1)),
-                               ("backend", st.sampled_from(["auto", "native"]))):
+        for name, strategy in (
+            ("num_threads", st.integers(1, 3)),
+            ("block_size", st.sampled_from(divisors)),
+            ("max_episode_steps", st.integers(1, 30)),
+            ("seed", st.integers(0, 2**64 - 1)),
+            ("backend", st.sampled_from(["auto", "native"])),
+        ):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
@@ -1126,14 +1247,27 @@ class NativeClassicMachine(PoolMachine):
         env_id = data.draw(st.sampled_from(CLASSIC_IDS), label="env")
         n = data.draw(st.integers(1, 8), label="num_envs")
         if data.draw(st.integers(0, 3), label="native-only mistake?") == 0:
-            name, value, error = data.draw(st.sampled_from([
-                ("num_threads", 5000, ValueError), ("block_size", 0, ValueError), ("block_size", n + 1, ValueError),
-                ("block_size", 1.0, TypeError), ("gravity", 3.0, TypeError), ("sutton_barto_reward", "yes", TypeError),
-                ("g", float("nan"), ValueError), ("g", float("inf"), ValueError),
-                ("goal_velocity", float("-inf"), ValueError),
-            ]), label="bad native make")
-            env_id = {"sutton_barto_reward": "CartPole-v1", "g": "Pendulum-v1",
-                      "goal_velocity": "MountainCarContinuous-v0"}.get(name, env_id)
+            name, value, error = data.draw(
+                st.sampled_from(
+                    [
+                        ("num_threads", 5000, ValueError),
+                        ("block_size", 0, ValueError),
+                        ("block_size", n + 1, ValueError),
+                        ("block_size", 1.0, TypeError),
+                        ("gravity", 3.0, TypeError),
+                        ("sutton_barto_reward", "yes", TypeError),
+                        ("g", float("nan"), ValueError),
+                        ("g", float("inf"), ValueError),
+                        ("goal_velocity", float("-inf"), ValueError),
+                    ]
+                ),
+                label="bad native make",
+            )
+            env_id = {
+                "sutton_barto_reward": "CartPole-v1",
+                "g": "Pendulum-v1",
+                "goal_velocity": "MountainCarContinuous-v0",
+            }.get(name, env_id)
             return (env_id, n), {name: value, "backend": "native"}, {error}
         return _common_bad_make(data, env_id, n, {"backend": data.draw(st.sampled_from(["auto", "native"]))})
 
@@ -1145,25 +1279,41 @@ class AtariMachine(PoolMachine):
 
     def _draw_config(self, data):
         n = data.draw(st.integers(1, 3), label="num_envs")
-        kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode"),
-                                  "max_episode_steps": data.draw(st.integers(1, 12), label="max_episode_steps"),
-                                  "batch_size": draw_batch_size(data, n)}
+        kwargs: dict[str, Any] = {
+            "autoreset_mode": data.draw(st.sampled_from(MODES), label="mode"),
+            "max_episode_steps": data.draw(st.integers(1, 12), label="max_episode_steps"),
+            "batch_size": draw_batch_size(data, n),
+        }
         for name, strategy in (("num_threads", st.integers(1, 2)), ("seed", st.integers(0, 2**64 - 1))):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
-        for name in data.draw(st.lists(st.sampled_from(sorted(ATARI_OPTIONS)), max_size=3, unique=True),
-                              label="options"):
+        for name in data.draw(
+            st.lists(st.sampled_from(sorted(ATARI_OPTIONS)), max_size=3, unique=True), label="options"
+        ):
             kwargs[name] = data.draw(ATARI_OPTIONS[name], label=name)
         return "Pong-v5", n, kwargs
 
     def _draw_bad_make(self, data):
         if data.draw(st.booleans(), label="bad option?"):
-            name, value = data.draw(st.sampled_from([
-                ("frame_skip", 0), ("frame_skip", 65), ("frame_skip", 1.5), ("stack_num", 0), ("img_height", 0),
-                ("img_height", 211), ("img_width", 161), ("noop_max", -1), ("repeat_action_probability", 1.5),
-                ("repeat_action_probability", float("nan")), ("repeat_action_probability", -0.1),
-            ]), label="bad option")
+            name, value = data.draw(
+                st.sampled_from(
+                    [
+                        ("frame_skip", 0),
+                        ("frame_skip", 65),
+                        ("frame_skip", 1.5),
+                        ("stack_num", 0),
+                        ("img_height", 0),
+                        ("img_height", 211),
+                        ("img_width", 161),
+                        ("noop_max", -1),
+                        ("repeat_action_probability", 1.5),
+                        ("repeat_action_probability", float("nan")),
+                        ("repeat_action_probability", -0.1),
+                    ]
+                ),
+                label="bad option",
+            )
             return ("Pong-v5", 1), {name: value}, {ValueError}
         if data.draw(st.booleans(), label="bad option type?"):
             return ("Pong-v5", 1), {"frame_skip": "4"}, {TypeError}
@@ -1177,10 +1327,16 @@ class PythonEnvMachine(PoolMachine):
     def _draw_config(self, data):
         env_id, backend = data.draw(st.sampled_from(PYTHON_ENVS), label="env")
         n = data.draw(st.integers(1, 4), label="num_envs")
-        kwargs: dict[str, Any] = {"backend": backend, "batch_size": draw_batch_size(data, n),
-                                  "autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
-        for name, strategy in (("num_threads", st.integers(1, min(n, 2))),
-                               ("max_episode_steps", st.integers(1, 30)), ("seed", st.integers(0, 2**64 - 1))):
+        kwargs: dict[str, Any] = {
+            "backend": backend,
+            "batch_size": draw_batch_size(data, n),
+            "autoreset_mode": data.draw(st.sampled_from(MODES), label="mode"),
+        }
+        for name, strategy in (
+            ("num_threads", st.integers(1, min(n, 2))),
+            ("max_episode_steps", st.integers(1, 30)),
+            ("seed", st.integers(0, 2**64 - 1)),
+        ):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
@@ -1190,18 +1346,28 @@ class PythonEnvMachine(PoolMachine):
         env_id, backend = data.draw(st.sampled_from(PYTHON_ENVS), label="env")
         n = data.draw(st.integers(1, 3), label="num_envs")
         if data.draw(st.integers(0, 3), label="python-only mistake?") == 0:
-            name, value, error = data.draw(st.sampled_from([
-                ("num_threads", n + 1, ValueError), ("block_size", 1, ValueError),
-                ("start_method", "teleport", ValueError), ("num_workers", 0, ValueError),
-            ]), label="bad python make")
+            name, value, error = data.draw(
+                st.sampled_from(
+                    [
+                        ("num_threads", n + 1, ValueError),
+                        ("block_size", 1, ValueError),
+                        ("start_method", "teleport", ValueError),
+                        ("num_workers", 0, ValueError),
+                    ]
+                ),
+                label="bad python make",
+            )
             return (env_id, n), {name: value, "backend": backend}, {error}
         return _common_bad_make(data, env_id, n, {"backend": backend})
 
 
 def _settings(examples: int, steps: int) -> settings:
-    return settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much])
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
 
 
 # A run with FASTVEC_FUZZ_EXAMPLES can take hours: only the watchdog (a call that hangs) bounds it.
@@ -1214,8 +1380,10 @@ def _run(machine: type[PoolMachine], examples: int, steps: int) -> None:
     try:
         run_state_machine_as_test(machine, settings=_settings(examples, steps))
     finally:
-        print(f"{machine.__name__}: {machine.sequences} sequences, {machine.calls} calls, "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"{machine.__name__}: {machine.sequences} sequences, {machine.calls} calls, "
+            f"{time.perf_counter() - start:.1f} s"
+        )
 
 
 @pytest.mark.timeout(_TIMEOUT)

@@ -276,8 +276,10 @@ def test_single_step_matches_reference(case):
         assert terminations == 0 and truncations > 0
     else:
         assert terminations > 20, terminations
-    print(f"{_case_id(case)}: {compared} steps, worst {worst_ulps} ulp, "
-          f"{terminations} terminations, {truncations} truncations, {near} near-threshold flag mismatches")
+    print(
+        f"{_case_id(case)}: {compared} steps, worst {worst_ulps} ulp, "
+        f"{terminations} terminations, {truncations} truncations, {near} near-threshold flag mismatches"
+    )
 
 
 @pytest.mark.parametrize("env_id", sorted(CONTINUOUS))
@@ -319,8 +321,7 @@ def test_out_of_range_actions_are_clipped_like_the_reference(env_id):
 # whole trajectories next to gymnasium's SyncVectorEnv
 
 
-def _run_side_by_side(env_id: str, kwargs: dict, n: int, steps: int, *, float64_reference: bool,
-                      on_step=None):
+def _run_side_by_side(env_id: str, kwargs: dict, n: int, steps: int, *, float64_reference: bool, on_step=None):
     """Steps fastvec and ``gymnasium.make_vec(..., "sync")`` with the same seeds and actions (chosen
     from fastvec's observations) and hands every step's results to ``on_step``.
 
@@ -496,8 +497,10 @@ def test_acrobot_trajectory_matches_until_chaotic_divergence():
                 continue
             step_in_episode[i] += 1
             if in_sync[i]:
-                same = (np.abs(obs[i] - ref_obs[i]).max() <= ACROBOT_ATOL
-                        and (terminated[i], truncated[i]) == (ref_terminated[i], ref_truncated[i]))
+                same = np.abs(obs[i] - ref_obs[i]).max() <= ACROBOT_ATOL and (terminated[i], truncated[i]) == (
+                    ref_terminated[i],
+                    ref_truncated[i],
+                )
                 if not same:
                     in_sync[i] = False
                     agreed.append(step_in_episode[i] - 1)

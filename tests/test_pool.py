@@ -144,10 +144,18 @@ def test_reset_in_async_mode_returns_every_env_in_order():
 @pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
 def test_autoreset_matches_gymnasium_sync_vector_env(mode):
     n, steps, limit = 4, 300, 30
-    gmode = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP,
-             "disabled": gym.vector.AutoresetMode.DISABLED}[mode]
-    ref = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync", max_episode_steps=limit,
-                       vector_kwargs={"autoreset_mode": gmode})
+    gmode = {
+        "next_step": gym.vector.AutoresetMode.NEXT_STEP,
+        "same_step": gym.vector.AutoresetMode.SAME_STEP,
+        "disabled": gym.vector.AutoresetMode.DISABLED,
+    }[mode]
+    ref = gym.make_vec(
+        "CartPole-v1",
+        num_envs=n,
+        vectorization_mode="sync",
+        max_episode_steps=limit,
+        vector_kwargs={"autoreset_mode": gmode},
+    )
     env = fastvec.make("CartPole-v1", n, autoreset_mode=mode, max_episode_steps=limit)
     assert env.metadata["autoreset_mode"] == gmode
     seeds = [7 + i for i in range(n)]  # SyncVectorEnv seeds env i with seed + i
@@ -315,8 +323,7 @@ def test_close_is_idempotent_and_prompt_with_work_in_flight():
     env.close()
     assert env.closed
     assert native_threads() == before
-    for call in (lambda: env.step([0, 0, 0, 0]), env.recv, env.reset, env.async_reset,
-                 lambda: env.send([0], [0])):
+    for call in (lambda: env.step([0, 0, 0, 0]), env.recv, env.reset, env.async_reset, lambda: env.send([0], [0])):
         with pytest.raises(RuntimeError, match="closed"):
             call()
 
@@ -649,8 +656,14 @@ def run_child(code: str, timeout: float = 60):
     import textwrap
 
     # From a scratch directory, so that the installed fastvec is imported, not the source tree.
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=tempfile.gettempdir(), env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tempfile.gettempdir(),
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
 
 
 @pytest.mark.address_space

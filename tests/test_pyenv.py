@@ -19,8 +19,11 @@ import fastvec
 from fastvec.pyenv import EnvError, WorkerDiedError
 from fastvec.vector import PyVectorEnv
 
-MODES = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP,
-         "disabled": gym.vector.AutoresetMode.DISABLED}
+MODES = {
+    "next_step": gym.vector.AutoresetMode.NEXT_STEP,
+    "same_step": gym.vector.AutoresetMode.SAME_STEP,
+    "disabled": gym.vector.AutoresetMode.DISABLED,
+}
 
 
 class CountEnv(gym.Env):
@@ -52,20 +55,25 @@ class StructEnv(gym.Env):
     """Dict observations, Tuple actions, random episode ends and infos of every kind."""
 
     def __init__(self, scale: float = 1.0) -> None:
-        self.observation_space = gym.spaces.Dict({
-            "pos": gym.spaces.Box(-10, 10, (3,), np.float32),
-            "mode": gym.spaces.Discrete(3),
-            "bits": gym.spaces.MultiBinary(4),
-            "pair": gym.spaces.Tuple((gym.spaces.MultiDiscrete([3, 5]), gym.spaces.Box(0, 1, (2, 2), np.float64))),
-        })
+        self.observation_space = gym.spaces.Dict(
+            {
+                "pos": gym.spaces.Box(-10, 10, (3,), np.float32),
+                "mode": gym.spaces.Discrete(3),
+                "bits": gym.spaces.MultiBinary(4),
+                "pair": gym.spaces.Tuple((gym.spaces.MultiDiscrete([3, 5]), gym.spaces.Box(0, 1, (2, 2), np.float64))),
+            }
+        )
         self.action_space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)))
         self.scale = scale
 
     def _obs(self):
         r = self.np_random
-        return {"pos": (r.uniform(-1, 1, 3) * self.scale).astype(np.float32), "mode": int(r.integers(3)),
-                "bits": r.integers(0, 2, 4).astype(np.int8),
-                "pair": (r.integers(0, [3, 5]).astype(np.int64), r.uniform(0, 1, (2, 2)))}
+        return {
+            "pos": (r.uniform(-1, 1, 3) * self.scale).astype(np.float32),
+            "mode": int(r.integers(3)),
+            "bits": r.integers(0, 2, 4).astype(np.int8),
+            "pair": (r.integers(0, [3, 5]).astype(np.int64), r.uniform(0, 1, (2, 2))),
+        }
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -139,8 +147,11 @@ def _compare_with_sync_vector_env(make_env, mode, actions_fn, n=4, steps=120, co
             done = term | trunc
             ends += done.sum()
             if compare_infos:
-                mine = {k: v for k, v in info.items() if k not in ("env_id", "episode_return", "_episode_return",
-                                                                    "episode_length", "_episode_length")}
+                mine = {
+                    k: v
+                    for k, v in info.items()
+                    if k not in ("env_id", "episode_return", "_episode_return", "episode_length", "_episode_length")
+                }
                 if "final_info" in mine:  # ours adds the episode statistics to final_info
                     mine["final_info"] = {k: v for k, v in mine["final_info"].items() if "episode_" not in k}
                 assert_tree_equal(mine, ref_info, "info")
@@ -444,8 +455,12 @@ def test_a_list_of_callables_may_differ_in_configuration_but_not_in_spaces():
 @pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
 def test_start_methods(start_method):
     length = 7
-    env = fastvec.make([lambda: CountEnv(episode_length=length)] * 3, start_method=start_method, num_workers=2,
-                       autoreset_mode="same_step")
+    env = fastvec.make(
+        [lambda: CountEnv(episode_length=length)] * 3,
+        start_method=start_method,
+        num_workers=2,
+        autoreset_mode="same_step",
+    )
     pids = env.worker_pids
     env.reset()
     for _ in range(length):
@@ -461,8 +476,7 @@ def test_start_methods(start_method):
 
 @pytest.mark.timeout(60)
 def test_env_exception_names_the_env_and_carries_the_traceback():
-    env = fastvec.make([CountEnv, CountEnv, lambda: CountEnv(throw_at=3), CountEnv], start_method="fork",
-                       num_workers=2)
+    env = fastvec.make([CountEnv, CountEnv, lambda: CountEnv(throw_at=3), CountEnv], start_method="fork", num_workers=2)
     env.reset()
     env.step([0, 0, 0, 0])
     env.step([0, 0, 0, 0])
@@ -544,7 +558,8 @@ def test_no_shared_memory_segments_or_processes_outlive_the_pool():
 @pytest.mark.parametrize("ending", ["exit", "keyboard_interrupt"])
 def test_interpreter_exit_without_close_leaves_nothing_behind(ending, tmp_path):
     script = tmp_path / "run.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import numpy as np, gymnasium as gym, fastvec
         if __name__ == "__main__":
             env = fastvec.make(lambda: gym.make("CartPole-v1"), 4, num_workers=2)
@@ -554,7 +569,8 @@ def test_interpreter_exit_without_close_leaves_nothing_behind(ending, tmp_path):
             if {ending == "keyboard_interrupt"}:
                 env.send(np.zeros(4, dtype=np.int64))
                 raise KeyboardInterrupt
-    """))
+    """)
+    )
     before = set(os.listdir("/dev/shm"))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=50)
     pids = [int(p) for p in proc.stdout.split()]

@@ -43,8 +43,13 @@ def make_pool(backend, **kw):
 
 def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
     # From a scratch directory, so that the installed fastvec is imported, not the source tree.
-    return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=tempfile.gettempdir())
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tempfile.gettempdir(),
+    )
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])
@@ -107,7 +112,8 @@ def test_ctrl_c_during_a_sync_step_leaves_the_pool_closable():
 def test_a_pool_used_after_fork_is_a_clear_error(backend):
     """The child gets a RuntimeError naming fork (not a hang); its close() leaves the parent's pool alone;
     the parent's pool works on."""
-    run = run_script(f"""
+    run = run_script(
+        f"""
         env = fastvec.make("CartPole-v1", 4, backend={backend!r}, seed=0)
         env.reset()
         pid = os.fork()
@@ -126,13 +132,16 @@ def test_a_pool_used_after_fork_is_a_clear_error(backend):
         assert reward.tolist() == [1.0] * 4
         env.close()
         print("ok")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.rstrip().endswith("ok")
 
 
 def test_interpreter_exit_with_open_pools_neither_hangs_nor_crashes():
-    run = run_script("""
+    run = run_script(
+        """
         keep = []
         sync = fastvec.make("CartPole-v1", 8, num_threads=2)
         sync.reset()
@@ -149,7 +158,9 @@ def test_interpreter_exit_with_open_pools_neither_hangs_nor_crashes():
         py.send(np.zeros(2, dtype=np.int64))
         keep.append(py)
         print("exiting")
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "exiting" in run.stdout
 
@@ -186,7 +197,8 @@ def test_a_signal_handler_that_uses_a_native_pool_never_deadlocks(call):
     """A Python signal handler runs inside recv()'s wait, on the waiting thread. A handler that calls the same
     pool gets a clear RuntimeError (the pool's lock is its own thread's); close() works, and the waiting
     recv() then raises that the pool is closed."""
-    run = run_script(f"""
+    run = run_script(
+        f"""
         env = fastvec.make("_Debug-v0", 2, batch_size=1, num_threads=2, sleep_us=1_000_000)
         env.async_reset(); env.recv(); env.recv()
         env.send(np.array([1]), np.array([0]))
@@ -214,7 +226,9 @@ def test_a_signal_handler_that_uses_a_native_pool_never_deadlocks(call):
             assert env.recv()[4]["env_id"].tolist() == [0]
         env.close()
         print("ok")
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     if call == "close":
         assert "closed in the handler" in run.stdout and "recv: the pool is closed" in run.stdout

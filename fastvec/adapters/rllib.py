@@ -106,8 +106,10 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     elif callable(env_id):
         label = getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
     else:
-        raise TypeError(f"rllib_env takes an env id (str) or a callable returning a gymnasium env, got "
-                        f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)")
+        raise TypeError(
+            f"rllib_env takes an env id (str) or a callable returning a gymnasium env, got "
+            f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)"
+        )
     for key in _RESERVED:
         if key in kwargs:
             raise ValueError(

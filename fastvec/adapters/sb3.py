@@ -47,8 +47,7 @@ class SB3VecEnv(VecEnv):
             raise ValueError(f"SB3 needs autoreset_mode='same_step', got {env.autoreset_mode}")
         if env.batch_size != env.num_envs:
             raise ValueError(
-                f"SB3 steps every env each call: batch_size must equal num_envs ({env.num_envs}), "
-                f"got {env.batch_size}"
+                f"SB3 steps every env each call: batch_size must equal num_envs ({env.num_envs}), got {env.batch_size}"
             )
         check_for_nested_spaces(env.single_observation_space)  # NotImplementedError, as SB3's own VecEnvs
         self.env = env
@@ -104,9 +103,7 @@ class SB3VecEnv(VecEnv):
         """Attributes the envs share (``render_mode``, the single-env spaces, ``spec``, ...)."""
         idx = self._indices(indices)
         if attr_name not in _SHARED_ATTRS:
-            raise AttributeError(
-                f"{self.env.label} has no Python env object; get_attr answers only {_SHARED_ATTRS}"
-            )
+            raise AttributeError(f"{self.env.label} has no Python env object; get_attr answers only {_SHARED_ATTRS}")
         value = {
             "render_mode": None,
             "observation_space": self.env.single_observation_space,
@@ -123,11 +120,10 @@ class SB3VecEnv(VecEnv):
             "env options are keyword arguments of fastvec.sb3_vec"
         )
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        raise AttributeError(
-            f"{self.env.label} has no Python env object: cannot call {method_name!r}"
-        )
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        raise AttributeError(f"{self.env.label} has no Python env object: cannot call {method_name!r}")
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """True only for ``Monitor`` with ``monitor=True``: the pool adds Monitor's ``episode`` info itself."""

@@ -84,8 +84,7 @@ class TianshouVectorEnv:
         ids = self._ids(id)
         if key not in _SHARED_ATTRS:
             raise AttributeError(
-                f"{self.env.label} has no Python env object; get_env_attr answers only "
-                f"{_SHARED_ATTRS}"
+                f"{self.env.label} has no Python env object; get_env_attr answers only {_SHARED_ATTRS}"
             )
         if key == "render_mode":
             return [None for _ in ids]
@@ -287,8 +286,9 @@ def _object_array(items: list[Any]) -> np.ndarray:
     return out
 
 
-def tianshou_venv(env_id: Any, num_envs: int | None = None, *, batch_size: int | None = None,
-                  **kwargs: Any) -> TianshouVectorEnv:
+def tianshou_venv(
+    env_id: Any, num_envs: int | None = None, *, batch_size: int | None = None, **kwargs: Any
+) -> TianshouVectorEnv:
     """A Tianshou vector env of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s
     arguments, ``batch_size=k`` standing for Tianshou's ``wait_num=k``.
 
@@ -304,8 +304,11 @@ def tianshou_venv(env_id: Any, num_envs: int | None = None, *, batch_size: int |
             "already made in the same step, so a reset costs no round trip"
         )
     args = (env_id,) if num_envs is None else (env_id, num_envs)
-    probe_n = num_envs if num_envs is not None else (len(env_id) if isinstance(env_id, Sequence) and
-                                                     not isinstance(env_id, str) else None)
+    probe_n = (
+        num_envs
+        if num_envs is not None
+        else (len(env_id) if isinstance(env_id, Sequence) and not isinstance(env_id, str) else None)
+    )
     if batch_size is not None and probe_n is not None and batch_size >= probe_n:
         batch_size = None
     if batch_size is None:

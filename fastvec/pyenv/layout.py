@@ -64,8 +64,7 @@ def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
     if isinstance(space, gym.spaces.Tuple):
         return [leaf for i, sub in enumerate(space.spaces) for leaf in leaves(sub, (*path, i))]
     raise TypeError(
-        f"the Python-env pool shares Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those; "
-        f"got {space}"
+        f"the Python-env pool shares Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those; got {space}"
     )
 
 
@@ -159,7 +158,7 @@ class Buffers:
             offset += count * dtype.itemsize
             setattr(self, name, view)
             for prefix in ("final_obs", "obs", "act"):
-                if name.startswith(prefix) and name[len(prefix):].isdigit():
+                if name.startswith(prefix) and name[len(prefix) :].isdigit():
                     getattr(self, prefix).append(view)
                     break
 
@@ -181,7 +180,7 @@ def send_message(fd: int, key: int, payload: bytes) -> None:
     """Writes one side-channel message to the (blocking) pipe ``fd``; returns once all of it is in the pipe."""
     view = memoryview(MESSAGE_HEADER.pack(key, len(payload)) + payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _aligned(offset: int) -> int:

@@ -90,7 +90,8 @@ def _has_main_guard(path: str) -> bool:
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
             sides = [test.left, test.comparators[0]]
             if any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides) and any(
-                    isinstance(x, ast.Constant) and x.value == "__main__" for x in sides):
+                isinstance(x, ast.Constant) and x.value == "__main__" for x in sides
+            ):
                 return True
     return False
 
@@ -266,8 +267,15 @@ def make(
         start_method = "forkserver" if "forkserver" in methods else "spawn"
     if start_method not in methods:
         raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
-    return PyEnvPool(env_fns, batch_size=batch_size, num_workers=num_workers, seed=seed,
-                     autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps, start_method=start_method)
+    return PyEnvPool(
+        env_fns,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        seed=seed,
+        autoreset_mode=autoreset_mode,
+        max_episode_steps=max_episode_steps,
+        start_method=start_method,
+    )
 
 
 class _GymMake:
@@ -286,8 +294,17 @@ class PyEnvPool:
     :class:`fastvec._core.Result` batches, the envs' infos merged in as gymnasium's vector envs merge them.
     """
 
-    def __init__(self, env_fns: list[Callable[[], gym.Env]], *, batch_size: int, num_workers: int,
-                 seed: int | None, autoreset_mode: str, max_episode_steps: int | None, start_method: str) -> None:
+    def __init__(
+        self,
+        env_fns: list[Callable[[], gym.Env]],
+        *,
+        batch_size: int,
+        num_workers: int,
+        seed: int | None,
+        autoreset_mode: str,
+        max_episode_steps: int | None,
+        start_method: str,
+    ) -> None:
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
         self.num_workers = self.num_threads = num_workers
@@ -314,8 +331,11 @@ class PyEnvPool:
         # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
         spare_core = available_cores() > num_workers
         self._spin = SPIN_SECONDS if spare_core else 0.0
-        config = {"autoreset_mode": autoreset_mode, "max_episode_steps": max_episode_steps,
-                  "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0}
+        config = {
+            "autoreset_mode": autoreset_mode,
+            "max_episode_steps": max_episode_steps,
+            "spin_seconds": _worker.SPIN_SECONDS if spare_core else 0.0,
+        }
 
         # The workers make the envs and report their spaces; only then is the shared memory sized and
         # mapped (no env constructor runs in this process: one that crashes takes its worker, not us).
@@ -327,16 +347,24 @@ class PyEnvPool:
             for w, msg in enumerate(spaces[1:], 1):
                 for kind, got, want in (("observation_space", msg[1], obs_space), ("action_space", msg[2], act_space)):
                     if got != want:
-                        raise ValueError(f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
-                                         "a pool must share its spaces")
+                        raise ValueError(
+                            f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
+                            "a pool must share its spaces"
+                        )
             self.metadata = spaces[0][3]
             self.spec = spaces[0][4]
             self.single_observation_space = obs_space
             self.single_action_space = act_space
             self._action_space = batch_space(act_space, batch_size)  # for messages
             self._act_spaces = leaf_spaces(act_space)
-            layout = Layout(n, num_workers, int(counts.max()), tuple(leaves(obs_space)), tuple(leaves(act_space)),
-                            autoreset_mode == "same_step")
+            layout = Layout(
+                n,
+                num_workers,
+                int(counts.max()),
+                tuple(leaves(obs_space)),
+                tuple(leaves(act_space)),
+                autoreset_mode == "same_step",
+            )
             self._layout = layout
             self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
             os.ftruncate(memfd, layout.size)
@@ -369,8 +397,9 @@ class PyEnvPool:
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
 
-    def _start_workers(self, env_fns: list[Callable[[], gym.Env]], bounds: np.ndarray, memfd: int,
-                       config: dict[str, Any]) -> None:
+    def _start_workers(
+        self, env_fns: list[Callable[[], gym.Env]], bounds: np.ndarray, memfd: int, config: dict[str, Any]
+    ) -> None:
         """Starts one process per worker, each with its env constructors, and keeps the parent's pipe ends."""
         import cloudpickle
 
@@ -391,7 +420,9 @@ class PyEnvPool:
                 lo, hi = int(bounds[w]), int(bounds[w + 1])
                 blob = cloudpickle.dumps(env_fns[lo:hi])
                 proc = ctx.Process(
-                    target=_worker.run, name=f"fastvec-pyenv-{w}", daemon=True,
+                    target=_worker.run,
+                    name=f"fastvec-pyenv-{w}",
+                    daemon=True,
                     args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, done_w, side_w, config),
                 )
                 proc.start()
@@ -449,8 +480,10 @@ class PyEnvPool:
         self._enter("recv_rest")
         try:
             if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
-                raise RuntimeError(f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
-                                   f"env(s) in flight, batch_size {self.batch_size})")
+                raise RuntimeError(
+                    f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
+                    f"env(s) in flight, batch_size {self.batch_size})"
+                )
             ids, messages = self._collect(self._in_flight)
             return self._result(ids, messages, sort=False)
         finally:
@@ -488,7 +521,8 @@ class PyEnvPool:
                 if fresh.any():
                     e = int(np.flatnonzero(fresh)[0])
                     raise RuntimeError(
-                        f"env {e} has never been reset; a partial reset needs every other env reset once")
+                        f"env {e} has never been reset; a partial reset needs every other env reset once"
+                    )
             self._send_reset(ids, list(seeds) or None)
             _, messages = self._collect(len(ids))
             if all_rows:
@@ -517,8 +551,11 @@ class PyEnvPool:
     def _send(self, actions: Any, env_id: Any) -> None:
         ids = self._all_ids if env_id is None else self._check_ids(env_id)
         state = self._state[ids]
-        if (state != _IDLE).any() or self._broken[ids].any() or (
-                self._mode == AutoresetMode.DISABLED and self._needs_reset[ids].any()):
+        if (
+            (state != _IDLE).any()
+            or self._broken[ids].any()
+            or (self._mode == AutoresetMode.DISABLED and self._needs_reset[ids].any())
+        ):
             self._explain_refusal(ids)
         self._write_actions(actions, ids)
         self._b.op[ids] = OP_STEP
@@ -604,8 +641,10 @@ class PyEnvPool:
 
     def _check_usable(self) -> None:
         if os.getpid() != self._res.pid:
-            raise RuntimeError(f"this pool was made in process {self._res.pid} and cannot be used after fork "
-                               "(its workers serve the parent only); make a new pool in the child process")
+            raise RuntimeError(
+                f"this pool was made in process {self._res.pid} and cannot be used after fork "
+                "(its workers serve the parent only); make a new pool in the child process"
+            )
         if self.closed:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:
@@ -644,8 +683,7 @@ class PyEnvPool:
                 values = flatten(self.single_action_space, actions, [])
             except (KeyError, TypeError, IndexError, ValueError) as exc:
                 raise TypeError(f"actions must be batched like the action space {self._action_space}: {exc}") from exc
-        checked = [self._check_leaf(space, value, rows) for space, value in
-                   zip(self._act_spaces, values, strict=True)]
+        checked = [self._check_leaf(space, value, rows) for space, value in zip(self._act_spaces, values, strict=True)]
         for array, value in zip(self._b.act, checked, strict=True):
             if full:
                 array[:] = value
@@ -668,8 +706,9 @@ class PyEnvPool:
                 if not np.isfinite(cast).all():
                     per_row = np.isfinite(cast.reshape(shape)).reshape(rows, -1).all(axis=1)
                     bad = int(np.flatnonzero(~per_row)[0])
-                    raise ValueError(f"actions must be finite as {space.dtype}, got {arr.reshape(shape)[bad]} "
-                                     f"for env row {bad}")
+                    raise ValueError(
+                        f"actions must be finite as {space.dtype}, got {arr.reshape(shape)[bad]} for env row {bad}"
+                    )
                 arr = cast
             return arr.reshape(shape)
         name = type(space).__name__
@@ -769,7 +808,7 @@ class PyEnvPool:
             if take > 0:
                 first = tail % ring
                 if first + take <= ring:
-                    got = comp_ring[w, first:first + take].copy()
+                    got = comp_ring[w, first : first + take].copy()
                 else:
                     got = comp_ring[w, np.arange(tail, tail + take) % ring]
                 parts.append((w, take, got))
@@ -807,7 +846,7 @@ class PyEnvPool:
             end = start + header + size
             if len(buf) < end:
                 break
-            self._messages[key] = bytes(buf[start + header:end])
+            self._messages[key] = bytes(buf[start + header : end])
             start = end
         if start:
             del buf[:start]
@@ -859,10 +898,12 @@ class PyEnvPool:
         path = getattr(sys.modules.get("__main__"), "__file__", None)
         if self.start_method == "fork" or not path or _has_main_guard(path):
             return ""
-        return (f"; {path} has no module-level `if __name__ == \"__main__\":` guard: under start_method="
-                f"{self.start_method!r} every worker imports the main script, whose top-level code then makes a "
-                'pool again. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
-                "start_method='fork')")
+        return (
+            f'; {path} has no module-level `if __name__ == "__main__":` guard: under start_method='
+            f"{self.start_method!r} every worker imports the main script, whose top-level code then makes a "
+            'pool again. Put the code that makes the pool under `if __name__ == "__main__":` (or pass '
+            "start_method='fork')"
+        )
 
     def _await_startup(self, stage: str) -> list[tuple]:
         """Waits for every worker's start-up message ``stage`` ("spaces", then "ready"); raises a worker's
@@ -904,8 +945,9 @@ class PyEnvPool:
             return values[0]
         return unflatten(self.single_observation_space, values)[0]
 
-    def _result(self, ids: np.ndarray, messages: dict[int, bytes], sort: bool,
-                reset: np.ndarray | None = None) -> Result:
+    def _result(
+        self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, reset: np.ndarray | None = None
+    ) -> Result:
         """The batch rows of ``ids`` (every env when ``sort``), with the infos (or the first error, as an
         EnvError) of ``messages``. ``reset``: a partial reset that returns every row; the other envs report
         their observation only (their rows still hold their last step's reward and flags)."""
@@ -956,8 +998,9 @@ class PyEnvPool:
                     _add_info(final_info, env_final_info, r, size)
         if error is not None:
             raise EnvError(error)
-        return Result((obs, reward, terminated, truncated, env_id, ended, ep_return, ep_length, final_obs, info,
-                       final_info))
+        return Result(
+            (obs, reward, terminated, truncated, env_id, ended, ep_return, ep_length, final_obs, info, final_info)
+        )
 
     @staticmethod
     def _error_text(e: int, msg: tuple) -> str:

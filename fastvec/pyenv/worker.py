@@ -92,8 +92,17 @@ def _spaces_message(env: Any) -> bytes:
         return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None))
 
 
-def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, wake_r: Any, done_w: Any,
-        side_w: Any, config: dict[str, Any]) -> None:
+def run(
+    index: int,
+    lo: int,
+    hi: int,
+    env_fns_blob: bytes,
+    memfd: SharedFd,
+    wake_r: Any,
+    done_w: Any,
+    side_w: Any,
+    config: dict[str, Any],
+) -> None:
     """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
     side_fd = side_w.fileno()
@@ -119,8 +128,9 @@ def run(index: int, lo: int, hi: int, env_fns_blob: bytes, memfd: SharedFd, wake
         os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
         try:
-            send_message(side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}",
-                                                     traceback.format_exc())))
+            send_message(
+                side_fd, key, pickle.dumps(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            )
         except OSError:  # the parent gave up on the pool already (another worker failed first)
             pass
         _close_envs(envs)
@@ -160,8 +170,18 @@ def _close_envs(envs: list) -> None:
 
 
 class _Worker:
-    def __init__(self, index: int, lo: int, envs: list, b: Buffers, layout: Layout, wake_r: Any,
-                 done_w: Any, side_fd: int, config: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        index: int,
+        lo: int,
+        envs: list,
+        b: Buffers,
+        layout: Layout,
+        wake_r: Any,
+        done_w: Any,
+        side_fd: int,
+        config: dict[str, Any],
+    ) -> None:
         self.index, self.lo, self.envs, self.b = index, lo, envs, b
         self.ring = layout.ring
         self.wake_fd = wake_r.fileno()
@@ -311,8 +331,10 @@ class _Worker:
         try:
             values = flatten(self.obs_space, obs, [])
         except (KeyError, TypeError, ValueError) as exc:
-            raise BadObservation(f"{where}() returned an observation that does not fit observation_space "
-                                 f"{self.obs_space}: {type(exc).__name__}: {exc}") from None
+            raise BadObservation(
+                f"{where}() returned an observation that does not fit observation_space "
+                f"{self.obs_space}: {type(exc).__name__}: {exc}"
+            ) from None
         for array, (leaf, space), value in zip(arrays, self.obs_leaves, values, strict=True):
             if getattr(value, "shape", None) != leaf.shape:
                 self._check_leaf((leaf, space), value, where)
@@ -338,8 +360,9 @@ class _Worker:
         if leaf.path:
             name = "obs" + "".join(f"[{key!r}]" for key in leaf.path)
             raise BadObservation(f"{where}() returned {name} {what} for {space}, which needs shape {leaf.shape}")
-        raise BadObservation(f"{where}() returned an observation {what} for observation_space {space}, which "
-                             f"needs shape {leaf.shape}")
+        raise BadObservation(
+            f"{where}() returned an observation {what} for observation_space {space}, which needs shape {leaf.shape}"
+        )
 
     def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
         self.b.flags[e] = HAS_INFO
