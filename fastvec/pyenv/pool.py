@@ -704,14 +704,14 @@ class PyEnvPool:
                 with np.errstate(over="ignore", invalid="ignore"):
                     cast = arr.astype(space.dtype, copy=False) if space.dtype.kind == "f" else arr
                 if not np.isfinite(cast).all():
-                    per_row = np.isfinite(cast.reshape(shape)).reshape(rows, -1).all(axis=1)
-                    bad = int(np.flatnonzero(~per_row)[0])
+                    finite = np.isfinite(cast.reshape(rows, -1))
+                    bad = int(np.flatnonzero(~finite.all(axis=1))[0])
+                    value = arr.reshape(rows, -1)[bad][~finite[bad]][0]
                     raise ValueError(
-                        f"actions must be finite as {space.dtype}, got {arr.reshape(shape)[bad]} for env row {bad}"
+                        f"actions must be finite as {space.dtype}, got {float(value)!r} for env row {bad}"
                     )
                 arr = cast
             return arr.reshape(shape)
-        name = type(space).__name__
         if arr.dtype.kind not in "iub":
             raise TypeError(f"actions for {space} must be integers, got dtype {arr.dtype}")
         if isinstance(space, gym.spaces.Discrete):
@@ -730,7 +730,7 @@ class PyEnvPool:
         if bad.any():
             where = np.argwhere(bad)[0]
             index = ", ".join(str(i) for i in where)
-            raise ValueError(f"actions[{index}] = {arr[tuple(where)]} is out of range for {name} {space}")
+            raise ValueError(f"actions[{index}] = {arr[tuple(where)]} is out of range for {space}")
         return arr
 
     def _dispatch(self, ids: np.ndarray) -> None:

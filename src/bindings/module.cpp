@@ -144,8 +144,9 @@ AutoresetMode parse_mode(const std::string& mode) {
 
 std::string shape_str(const py::array& a) {
   std::string s = "(";
-  for (py::ssize_t d = 0; d < a.ndim(); ++d) s += std::to_string(a.shape(d)) + (a.ndim() == 1 || d + 1 < a.ndim() ? "," : "");
-  return s + ")";
+  // As Python prints a shape tuple: (3,) and (2, 2).
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) s += std::to_string(a.shape(d)) + (d + 1 < a.ndim() ? ", " : "");
+  return s + (a.ndim() == 1 ? ",)" : ")");
 }
 
 // The Python-facing pool: the core pool plus the conversion of actions and

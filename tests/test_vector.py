@@ -1,0 +1,129 @@
+"""The facade over both backends: the same mistake gets the same exception and the same words from the native
+pool and from the Python-env pool (their checks live with their state, so this is what keeps them one)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import fastvec
+
+BACKENDS = ("native", "python")
+
+
+def pools(**kw):
+    return {b: fastvec.make("CartPole-v1", 4, backend=b, seed=0, **kw) for b in BACKENDS}
+
+
+def same_error(calls: dict, error: type, match: str) -> None:
+    """Each backend's call raises ``error`` with the same message, which matches ``match``."""
+    messages = {}
+    for backend, call in calls.items():
+        with pytest.raises(error, match=match) as info:
+            call()
+        messages[backend] = str(info.value)
+    assert messages["native"] == messages["python"], messages
+
+
+@pytest.fixture
+def sync_pools():
+    envs = pools()
+    yield envs
+    for env in envs.values():
+        env.close()
+
+
+@pytest.fixture
+def async_pools():
+    envs = pools(batch_size=2)
+    yield envs
+    for env in envs.values():
+        env.close()
+
+
+def test_the_same_state_mistakes_get_the_same_words(sync_pools, async_pools):
+    s, a = sync_pools, async_pools
+    same_error(
+        {b: lambda e=e: e.step(np.zeros(4, np.int64)) for b, e in s.items()},
+        RuntimeError,
+        re.escape("env 0 has not been reset; call reset() or async_reset() first"),
+    )
+    same_error(
+        {b: e.recv for b, e in a.items()},
+        RuntimeError,
+        re.escape(
+            "recv() would wait forever: 0 env(s) are in flight but batch_size is 2; send actions (or async_reset) first"
+        ),
+    )
+    same_error({b: e.recv_rest for b, e in a.items()}, RuntimeError, "recv_rest\\(\\) takes the last")
+    for env in a.values():
+        env.async_reset()
+        env.recv()
+        env.recv()
+        env.send(np.zeros(2, np.int64), [0, 1])
+    same_error(
+        {b: lambda e=e: e.send(np.zeros(1, np.int64), [1]) for b, e in a.items()},
+        RuntimeError,
+        re.escape("env 1 is not awaiting an action (it was sent one and its result has not been received)"),
+    )
+    same_error(
+        {b: lambda e=e: e.async_reset(env_id=[0]) for b, e in a.items()},
+        RuntimeError,
+        re.escape("env 0 is in flight; receive its result before resetting it"),
+    )
+    same_error(
+        {b: lambda e=e: e.step(np.zeros(4, np.int64)) for b, e in a.items()}, ValueError, "needs batch_size == num_envs"
+    )
+    for env in s.values():
+        env.close()
+    same_error(
+        {b: lambda e=e: e.step(np.zeros(4, np.int64)) for b, e in s.items()}, RuntimeError, "^the pool is closed$"
+    )
+
+
+def test_the_same_argument_mistakes_get_the_same_words(sync_pools, async_pools):
+    for env in [*sync_pools.values(), *async_pools.values()]:
+        if env.batch_size == env.num_envs:
+            env.reset()
+        else:
+            env.async_reset()
+            env.recv()
+            env.recv()
+    s, a = sync_pools, async_pools
+    for actions, error, match in [
+        (np.array([0, 1, 2, 0]), ValueError, r"actions\[2\] = 2 is out of range for Discrete\(2\)"),
+        (np.array([0, 2**64 - 1, 0, 0], np.uint64), ValueError, r"actions\[1\] = 18446744073709551615 is out"),
+        (np.zeros(3, np.int64), ValueError, r"actions must have shape \(4,\), got \(3,\)"),
+        (np.zeros(4, np.float32), TypeError, r"actions for Discrete\(2\) must be integers, got dtype float32"),
+    ]:
+        same_error({b: lambda e=e, x=actions: e.step(x) for b, e in s.items()}, error, match)
+    for env_id, match in [
+        ([7], r"env_id 7 is out of range \[0, 4\)"),
+        ([1, 1], "env_id 1 is listed twice"),
+        ([2**32 + 3], r"env_id 4294967299 is out of range \[0, 4\)"),
+    ]:
+        same_error(
+            {b: lambda e=e, i=env_id: e.send(np.zeros(len(i), np.int64), i) for b, e in a.items()}, ValueError, match
+        )
+    for options, error, match in [
+        ({"colour": 1}, ValueError, "unknown reset option"),
+        ("abc", TypeError, "options must be a dict"),
+    ]:
+        same_error({b: lambda e=e, o=options: e.reset(options=o) for b, e in s.items()}, error, match)
+
+
+def test_box_actions_get_the_same_words():
+    envs = {b: fastvec.make("Pendulum-v1", 2, backend=b, seed=0) for b in BACKENDS}
+    for env in envs.values():
+        env.reset()
+    for actions, error, match in [
+        (np.array([[0.0], [np.nan]]), ValueError, "actions must be finite as float32, got nan for env row 1"),
+        (np.array([[0.0], [-1e300]]), ValueError, r"actions must be finite as float32, got -1e\+300 for env row 1"),
+        (np.zeros((2, 2)), ValueError, r"actions must have shape \(2, 1\), got \(2, 2\)"),
+        (np.array([["a"], ["b"]]), TypeError, "actions for a Box space must be real numbers"),
+    ]:
+        same_error({b: lambda e=e, x=actions: e.step(x) for b, e in envs.items()}, error, match)
+    for env in envs.values():
+        env.close()
