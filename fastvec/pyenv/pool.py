@@ -707,9 +707,7 @@ class PyEnvPool:
                     finite = np.isfinite(cast.reshape(rows, -1))
                     bad = int(np.flatnonzero(~finite.all(axis=1))[0])
                     value = arr.reshape(rows, -1)[bad][~finite[bad]][0]
-                    raise ValueError(
-                        f"actions must be finite as {space.dtype}, got {float(value)!r} for env row {bad}"
-                    )
+                    raise ValueError(f"actions must be finite as {space.dtype}, got {float(value)!r} for env row {bad}")
                 arr = cast
             return arr.reshape(shape)
         if arr.dtype.kind not in "iub":
