@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastvec import roms
+import fastvec.roms as roms
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class EnvEntry:
 
 @functools.cache
 def _entries() -> dict[str, EnvEntry]:
-    from fastvec import _core
+    import fastvec._core as _core
 
     entries: dict[str, EnvEntry] = {}
     for native in _core.native_envs():
@@ -85,7 +85,7 @@ def lookup(env_id: str) -> EnvEntry:
     if entry is not None:
         return entry
     if roms.ATARI_ID.match(name) and not any(e.rom for e in _entries().values()):
-        from fastvec import _core
+        import fastvec._core as _core
 
         if not _core.has_atari:
             raise ValueError(

@@ -25,7 +25,7 @@ _MULTIPLAYER_ONLY = {"combat", "joust", "maze_craze", "warlords"}
 
 def ale_py_version() -> str:
     """The ale-py release fastvec's emulator is built from (and whose ROMs it reads)."""
-    from fastvec import _core
+    import fastvec._core as _core
 
     return _core.ale_py_version
 

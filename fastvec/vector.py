@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec import _core
+import fastvec._core as _core
 from fastvec._args import (
     MODES,
     autoreset_mode_name,
@@ -113,7 +113,7 @@ def make(
     if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not _is_native(env_id)):
         if block_size is not None:
             raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
-        from fastvec import pyenv
+        import fastvec.pyenv as pyenv
 
         if num_threads is not None:
             env_kwargs.setdefault("num_workers", num_threads)
