@@ -96,8 +96,8 @@ def make(
 ) -> VectorEnv:
     """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool (or, for a callable,
     a list of callables, a gymnasium id with no native port, or ``backend="python"``, in the
-    Python-env pool of worker processes, which also takes ``num_workers`` (for ``num_threads``) and
-    ``start_method``).
+    Python-env pool of worker processes, where ``num_threads`` is its number of worker processes, also
+    called ``num_workers``, and ``start_method`` is multiprocessing's).
 
     >>> env = fastvec.make("CartPole-v1", num_envs=4, seed=0)
     >>> obs, info = env.reset()
@@ -115,8 +115,13 @@ def make(
             raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
         import fastvec.pyenv as pyenv
 
-        if num_threads is not None:
-            env_kwargs.setdefault("num_workers", num_threads)
+        if num_threads is not None:  # the Python-env pool's parallelism is its worker processes
+            if env_kwargs.get("num_workers", num_threads) != num_threads:
+                raise ValueError(
+                    f"num_threads ({num_threads}) and num_workers ({env_kwargs['num_workers']}) "
+                    "both name the Python-env pool's worker processes; pass one of them"
+                )
+            env_kwargs["num_workers"] = num_threads
         return PyVectorEnv(
             pyenv.make(
                 env_id,

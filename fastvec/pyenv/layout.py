@@ -125,7 +125,7 @@ class Layout:
             ("reward", (n,), np.dtype(np.float32)),
             ("terminated", (n,), np.dtype(np.bool_)),
             ("truncated", (n,), np.dtype(np.bool_)),
-            ("done", (n,), np.dtype(np.bool_)),
+            ("ended", (n,), np.dtype(np.bool_)),
             ("episode_return", (n,), np.dtype(np.float64)),
             ("episode_length", (n,), np.dtype(np.int32)),
         ]

@@ -404,10 +404,10 @@ class PyEnvPool:
         import cloudpickle
 
         ctx = mp.get_context(self.start_method)
-        done_r, done_w = ctx.Pipe(duplex=False)
-        # The parent keeps a write end of the done pipe too: close() from a signal handler or another
+        results_r, results_w = ctx.Pipe(duplex=False)
+        # The parent keeps a write end of the results pipe too: close() from a signal handler or another
         # thread writes to it to wake the call that waits.
-        self._res.conns += [done_r, done_w]
+        self._res.conns += [results_r, results_w]
         self._wake: list[Any] = []
         self._sides: list[Any] = []
         child_ends = []
@@ -423,7 +423,7 @@ class PyEnvPool:
                     target=_worker.run,
                     name=f"fastvec-pyenv-{w}",
                     daemon=True,
-                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, done_w, side_w, config),
+                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, results_w, side_w, config),
                 )
                 proc.start()
                 self._res.procs.append(proc)
@@ -432,9 +432,9 @@ class PyEnvPool:
         finally:
             for conn in child_ends:
                 conn.close()
-        self._done_fd = done_r.fileno()
-        os.set_blocking(self._done_fd, False)
-        self._nudge_fd = done_w.fileno()
+        self._results_fd = results_r.fileno()
+        os.set_blocking(self._results_fd, False)
+        self._nudge_fd = results_w.fileno()
         os.set_blocking(self._nudge_fd, False)
         self._side_fds = [c.fileno() for c in self._sides]
         for fd in self._side_fds:
@@ -442,7 +442,7 @@ class PyEnvPool:
         self._side_bufs = [bytearray() for _ in range(self.num_workers)]
         self._procs = list(self._res.procs)
         self._sentinels = [p.sentinel for p in self._procs]
-        self._block_fds = [self._done_fd, *self._sentinels, *self._side_fds]
+        self._block_fds = [self._results_fd, *self._sentinels, *self._side_fds]
 
     @property
     def closed(self) -> bool:
@@ -856,7 +856,7 @@ class PyEnvPool:
         while e not in self._messages:
             if self._closing:
                 raise RuntimeError("the pool is closed")
-            ready = wait_readable([self._side_fds[w], self._sentinels[w], self._done_fd], _POLL_SECONDS)
+            ready = wait_readable([self._side_fds[w], self._sentinels[w], self._results_fd], _POLL_SECONDS)
             self._pull(w)
             if e not in self._messages:
                 self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
@@ -867,9 +867,9 @@ class PyEnvPool:
         ready = wait_readable(self._block_fds, _POLL_SECONDS)
         if self._closing:
             raise RuntimeError("the pool is closed")
-        if self._done_fd in ready:
+        if self._results_fd in ready:
             try:
-                os.read(self._done_fd, 65536)
+                os.read(self._results_fd, 65536)
             except BlockingIOError:
                 pass
         for w, fd in enumerate(self._side_fds):
@@ -959,17 +959,17 @@ class PyEnvPool:
             env_id = ids.astype(np.int32)
         pick = (lambda a: a.copy()) if rows is None else (lambda a: a[rows])
         obs = self._obs_rows(b.obs, rows)
-        reward, terminated, truncated, done = pick(b.reward), pick(b.terminated), pick(b.truncated), pick(b.done)
+        reward, terminated, truncated, ended = pick(b.reward), pick(b.terminated), pick(b.truncated), pick(b.ended)
         if self._mode == AutoresetMode.DISABLED:  # (an observed env's flags are its last step's: unchanged)
             self._needs_reset[env_id] = terminated | truncated
         if reset is not None:
             observed = np.ones(self.num_envs, dtype=bool)
             observed[reset] = False
-            reward[observed], terminated[observed], truncated[observed], done[observed] = 0, False, False, False
+            reward[observed], terminated[observed], truncated[observed], ended[observed] = 0, False, False, False
         size = len(env_id)
-        ended = ep_return = ep_length = final_obs = final_info = None
-        if done.any():
-            ended, ep_return, ep_length = done, pick(b.episode_return), pick(b.episode_length)
+        ep_return = ep_length = final_obs = final_info = None
+        if ended.any():
+            ep_return, ep_length = pick(b.episode_return), pick(b.episode_length)
             if self._mode == AutoresetMode.SAME_STEP:
                 final_obs = self._obs_rows(b.final_obs, env_id)
                 final_info = {}
@@ -997,7 +997,19 @@ class PyEnvPool:
         if error is not None:
             raise EnvError(error)
         return Result(
-            (obs, reward, terminated, truncated, env_id, ended, ep_return, ep_length, final_obs, info, final_info)
+            (
+                obs,
+                reward,
+                terminated,
+                truncated,
+                env_id,
+                ended if ep_return is not None else None,
+                ep_return,
+                ep_length,
+                final_obs,
+                info,
+                final_info,
+            )
         )
 
     @staticmethod

@@ -10,7 +10,7 @@ writes an env's action row and op code, appends the env id to this worker's
 request ring and advances ``REQ_HEAD``, then writes one byte to the wake
 pipe. The worker steps the env, writes its result row, appends the env id to
 its result ring, advances ``COMP_HEAD`` and writes one byte to the shared
-done pipe. Both sides spin briefly on the counters before they block on the
+results pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
 never the only record of work. Info dicts and errors (rare) go over the
 side channel, keyed by env id, and are entirely in the pipe before the result is published.
@@ -99,7 +99,7 @@ def run(
     env_fns_blob: bytes,
     memfd: SharedFd,
     wake_r: Any,
-    done_w: Any,
+    results_w: Any,
     side_w: Any,
     config: dict[str, Any],
 ) -> None:
@@ -138,7 +138,7 @@ def run(
     buffers = Buffers(layout, mm)
     send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
-        _Worker(index, lo, envs, buffers, layout, wake_r, done_w, side_fd, config).loop()
+        _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, config).loop()
     finally:
         _close_envs(envs)
         buffers.release()
@@ -178,17 +178,17 @@ class _Worker:
         b: Buffers,
         layout: Layout,
         wake_r: Any,
-        done_w: Any,
+        results_w: Any,
         side_fd: int,
         config: dict[str, Any],
     ) -> None:
         self.index, self.lo, self.envs, self.b = index, lo, envs, b
         self.ring = layout.ring
         self.wake_fd = wake_r.fileno()
-        self.done_fd = done_w.fileno()
-        os.set_blocking(self.done_fd, False)
+        self.results_fd = results_w.fileno()
+        os.set_blocking(self.results_fd, False)
         self.side_fd = side_fd
-        self.keep = (wake_r, done_w)  # keeps the fds open
+        self.keep = (wake_r, results_w)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
@@ -229,7 +229,7 @@ class _Worker:
                 if ctrl[SHUTDOWN]:
                     return
             try:
-                os.write(self.done_fd, b"\0")
+                os.write(self.results_fd, b"\0")
             except BlockingIOError:  # the pipe is full of unread wake-ups: the parent will look anyway
                 pass
 
@@ -259,7 +259,7 @@ class _Worker:
         k = e - self.lo
         env = self.envs[k]
         b.flags[e] = 0
-        b.done[e] = False
+        b.ended[e] = False
         try:
             explicit = b.op[e] == OP_RESET
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
@@ -283,7 +283,7 @@ class _Worker:
             b.terminated[e] = terminated
             b.truncated[e] = truncated
             if terminated or truncated:
-                b.done[e] = True
+                b.ended[e] = True
                 b.episode_return[e] = self.ret[k]
                 b.episode_length[e] = self.elapsed[k]
                 if self.mode == "same_step":
@@ -305,7 +305,7 @@ class _Worker:
             b.reward[e] = 0.0
             b.terminated[e] = False
             b.truncated[e] = False
-            b.done[e] = False
+            b.ended[e] = False
             self.needs_reset[k] = False
             if isinstance(exc, BadObservation):
                 message = ("bad_obs", str(exc))

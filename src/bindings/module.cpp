@@ -46,6 +46,14 @@ namespace {
   for (;;) pause();
 }
 
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
 void take_gil(PyThreadState* state) {
   try {
     PyEval_RestoreThread(state);
@@ -152,9 +160,9 @@ std::string shape_str(const py::array& a) {
 // The Python-facing pool: the core pool plus the conversion of actions and
 // results. Owned by one Python object; its methods run with the GIL held
 // except where they wait.
-class PyPool {
+class NativePool {
  public:
-  PyPool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
+  NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options) {
     auto it = native_envs().find(env);
@@ -174,6 +182,10 @@ class PyPool {
     // in flight (reset() or close() go on from there). Python's signal
     // handlers run here, on the waiting thread (see ActiveCall).
     pool_->set_interrupt_check([] {
+      // The interpreter is finalizing while this thread waits in a pool call: this is not the finalizing
+      // thread (atexit handlers, which could call a pool, run before finalization is flagged), so it is a
+      // daemon thread that CPython would end. Park before asking for the GIL: no forced unwind at all.
+      if (interpreter_finalizing()) park_forever();
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     });
@@ -283,15 +295,15 @@ class PyPool {
     without_gil([&] { pool_->close(); });
   }
 
-  ~PyPool() {
+  ~NativePool() {
     if (foreign()) {
       (void)pool_.release();  // see close(): the parent's pool, not ours to tear down
     } else if (pool_) {
       without_gil([&] { pool_.reset(); });
     }
   }
-  PyPool(const PyPool&) = delete;
-  PyPool& operator=(const PyPool&) = delete;
+  NativePool(const NativePool&) = delete;
+  NativePool& operator=(const NativePool&) = delete;
 
  private:
   // A pool belongs to the process that made it: fork copies its memory but
@@ -387,7 +399,7 @@ class PyPool {
   }
 
   // Converted actions, owned by the call that converted them (never by the
-  // PyPool: two Python threads may step the same pool).
+  // NativePool: two Python threads may step the same pool).
   struct Actions {
     py::object keep;            // an int64 array the pool reads from
     std::vector<float> floats;  // or float32 elements
@@ -481,8 +493,8 @@ class PyPool {
     py::dict info;
     columns(b->info(0), info, none);
     py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
-    if (b->num_done.load(std::memory_order_relaxed) > 0) {
-      ended = vec(b->done());
+    if (b->num_ended.load(std::memory_order_relaxed) > 0) {
+      ended = vec(b->ended());
       ep_return = vec(b->episode_return());
       ep_length = vec(b->episode_length());
       if (b->layout().with_final_obs) {
@@ -513,7 +525,7 @@ class PyPool {
 }  // namespace fastvec::bindings
 
 PYBIND11_MODULE(_core, m) {
-  using fastvec::bindings::PyPool;
+  using fastvec::bindings::NativePool;
   m.doc() = "fastvec's native pool (private; use fastvec.make)";
   m.attr("ale_py_version") = FASTVEC_ALE_PY_VERSION;
   fastvec::bindings::result_type = PyStructSequence_NewType(&fastvec::bindings::kResultDesc);
@@ -594,25 +606,25 @@ PYBIND11_MODULE(_core, m) {
     return envs;
   });
 
-  py::class_<PyPool>(m, "Pool")
+  py::class_<NativePool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
                     const std::map<std::string, double>&, const std::map<std::string, std::string>&>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
            py::arg("string_options"))
-      .def("spec", &PyPool::spec)
-      .def_property_readonly("num_envs", &PyPool::num_envs)
-      .def_property_readonly("batch_size", &PyPool::batch_size)
-      .def_property_readonly("num_threads", &PyPool::num_threads)
-      .def_property_readonly("block_size", &PyPool::block_size)
-      .def_property_readonly("closed", &PyPool::closed)
-      .def("step", &PyPool::step, py::arg("actions"))
-      .def("send", &PyPool::send, py::arg("actions"), py::arg("env_id"))
-      .def("recv", &PyPool::recv)
-      .def("recv_rest", &PyPool::recv_rest)
-      .def("send_reset", &PyPool::send_reset, py::arg("env_id"), py::arg("seeds"))
-      .def("reset_envs", &PyPool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
-      .def("reseed", &PyPool::reseed, py::arg("seed"))
-      .def("drain", &PyPool::drain)
-      .def("close", &PyPool::close);
+      .def("spec", &NativePool::spec)
+      .def_property_readonly("num_envs", &NativePool::num_envs)
+      .def_property_readonly("batch_size", &NativePool::batch_size)
+      .def_property_readonly("num_threads", &NativePool::num_threads)
+      .def_property_readonly("block_size", &NativePool::block_size)
+      .def_property_readonly("closed", &NativePool::closed)
+      .def("step", &NativePool::step, py::arg("actions"))
+      .def("send", &NativePool::send, py::arg("actions"), py::arg("env_id"))
+      .def("recv", &NativePool::recv)
+      .def("recv_rest", &NativePool::recv_rest)
+      .def("send_reset", &NativePool::send_reset, py::arg("env_id"), py::arg("seeds"))
+      .def("reset_envs", &NativePool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
+      .def("reseed", &NativePool::reseed, py::arg("seed"))
+      .def("drain", &NativePool::drain)
+      .def("close", &NativePool::close);
 }

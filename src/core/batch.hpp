@@ -48,11 +48,11 @@ class Batch {
   int32_t* final_info(int row) { return at<int32_t>(off_.final_info) + static_cast<size_t>(row) * layout_.info_fields; }
   bool* terminated() { return at<bool>(off_.terminated); }
   bool* truncated() { return at<bool>(off_.truncated); }
-  bool* done() { return at<bool>(off_.done); }  // terminated || truncated: an episode ended
+  bool* ended() { return at<bool>(off_.ended); }  // terminated || truncated: an episode ended
 
   // Rows whose episode ended, counted by the writers (relaxed: read after the
   // slot's completion counter is acquired).
-  std::atomic<int> num_done{0};
+  std::atomic<int> num_ended{0};
 
  private:
   static constexpr size_t kAlign = 64;
@@ -64,7 +64,7 @@ class Batch {
   // Where each array starts in the allocation, and its size.
   struct Offsets {
     size_t obs, final_obs, reward, episode_return, episode_length, env_id, info, final_info, terminated, truncated,
-        done, size;
+        ended, size;
   };
   static Offsets plan(const BatchLayout& layout) {
     size_t off = 0;
@@ -85,7 +85,7 @@ class Batch {
     o.final_info = take(layout.with_final_obs ? r * layout.info_fields * sizeof(int32_t) : 0);
     o.terminated = take(r);
     o.truncated = take(r);
-    o.done = take(r);
+    o.ended = take(r);
     o.size = off;
     return o;
   }
@@ -110,7 +110,7 @@ class BatchRecycler : public std::enable_shared_from_this<BatchRecycler> {
       if (!free_.empty()) {
         std::unique_ptr<Batch> b = std::move(free_.back());
         free_.pop_back();
-        b->num_done.store(0, std::memory_order_relaxed);
+        b->num_ended.store(0, std::memory_order_relaxed);
         return b;
       }
     }

@@ -356,7 +356,7 @@ class BlockStepper {
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);
     std::memcpy(out.truncated() + row0, s.truncated.get(), n);
-    std::memcpy(out.done() + row0, s.ended.get(), n);
+    std::memcpy(out.ended() + row0, s.ended.get(), n);
     std::memcpy(out.episode_return() + row0, s.episode_return.data(), n * sizeof(double));
     std::memcpy(out.episode_length() + row0, s.episode_length.data(), n * sizeof(int32_t));
     int32_t* ids = out.env_id() + row0;
@@ -385,7 +385,7 @@ class BlockStepper {
     out.reward()[row] = s.reward[i];
     out.terminated()[row] = s.terminated[i];
     out.truncated()[row] = s.truncated[i];
-    out.done()[row] = s.ended[i];
+    out.ended()[row] = s.ended[i];
     out.episode_return()[row] = s.episode_return[i];
     out.episode_length()[row] = s.episode_length[i];
     out.env_id()[row] = base + i;

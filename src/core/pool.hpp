@@ -477,7 +477,7 @@ class Pool final : public PoolBase {
   // `rows` rows (or the pool is closed).
   void wait_rows(int rows) {
     ResultRing::Slot& slot = ring_.current();
-    wait_until(slot.done, slot.waiting, [rows](int done) { return done >= rows; });
+    wait_until(slot.written, slot.waiting, [rows](int written) { return written >= rows; });
     check_open();
   }
 

@@ -35,8 +35,8 @@ class ResultRing {
     std::unique_ptr<Batch> batch;
     // Rows written. Writers add (seq_cst) and then wake the caller if it
     // sleeps; the caller announces itself in `waiting` (seq_cst) before its
-    // last look at `done`: one of the two always sees the other.
-    std::atomic<int> done{0};
+    // last look at `written`: one of the two always sees the other.
+    std::atomic<int> written{0};
     std::atomic<int> waiting{0};
   };
 
@@ -66,14 +66,14 @@ class ResultRing {
   // ended episode. Wakes a sleeping caller at every write: drain() and
   // recv_rest() wait for fewer than batch_size rows.
   static void publish(Slot& slot, int rows, int ended) {
-    if (ended) slot.batch->num_done.fetch_add(ended, std::memory_order_relaxed);
-    slot.done.fetch_add(rows, std::memory_order_seq_cst);
-    if (slot.waiting.load(std::memory_order_seq_cst)) futex_wake_all(slot.done);
+    if (ended) slot.batch->num_ended.fetch_add(ended, std::memory_order_relaxed);
+    slot.written.fetch_add(rows, std::memory_order_seq_cst);
+    if (slot.waiting.load(std::memory_order_seq_cst)) futex_wake_all(slot.written);
   }
 
   // -- the caller thread --------------------------------------------------
 
-  // The slot the next rows are received from (wait on its `done`).
+  // The slot the next rows are received from (wait on its `written`).
   Slot& current() { return slots_[read_ % num_slots_]; }
 
   // Hands the current slot's Batch over (its rows are in) and moves on; a
@@ -89,7 +89,7 @@ class ResultRing {
   // Drops the current slot's rows (they are in) and moves on.
   void skip() {
     Slot& slot = current();
-    slot.batch->num_done.store(0, std::memory_order_relaxed);
+    slot.batch->num_ended.store(0, std::memory_order_relaxed);
     advance(slot);
   }
 
@@ -100,14 +100,14 @@ class ResultRing {
   // Wakes a caller waiting on any slot (it rechecks the pool's closed flag).
   void close() {
     for (int s = 0; s < num_slots_; ++s) {
-      slots_[s].done.fetch_add(kClosedMark, std::memory_order_seq_cst);
-      futex_wake_all(slots_[s].done);
+      slots_[s].written.fetch_add(kClosedMark, std::memory_order_seq_cst);
+      futex_wake_all(slots_[s].written);
     }
   }
 
  private:
   void advance(Slot& slot) {
-    slot.done.store(0, std::memory_order_relaxed);
+    slot.written.store(0, std::memory_order_relaxed);
     ++read_;
   }
 
