@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
+import textwrap
 
 import numpy as np
 import pytest
@@ -65,3 +69,17 @@ def _check_results_kept(env, steps: int) -> None:
 @pytest.fixture
 def check_results_kept():
     return _check_results_kept
+
+
+def run_python(code: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Runs ``code`` (dedented) in a fresh interpreter, for what must not happen in the test runner's (signals,
+    forks, exits, resource limits). From a scratch directory, so that the installed fastvec is imported, not the
+    source tree's."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tempfile.gettempdir(),
+        env=env,
+    )

@@ -11,6 +11,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import run_python
 
 import fastvec
 
@@ -649,21 +650,8 @@ def test_num_threads_is_capped_at_what_the_pool_can_use():
     assert len(env.recv()[4]["env_id"]) == 4
 
 
-def run_child(code: str, timeout: float = 60):
-    import subprocess
-    import sys
-    import tempfile
-    import textwrap
-
-    # From a scratch directory, so that the installed fastvec is imported, not the source tree.
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tempfile.gettempdir(),
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-    )
+def run_child(code: str):
+    return run_python(code, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})  # OpenBLAS's threads would count
 
 
 @pytest.mark.address_space

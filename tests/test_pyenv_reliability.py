@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -20,6 +19,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import run_python
 
 import fastvec
 from fastvec.pyenv import EnvError
@@ -70,13 +70,7 @@ def children():
 
 
 def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tempfile.gettempdir(),
-    )
+    return run_python(PRELUDE + textwrap.dedent(code), timeout)
 
 
 def open_fds() -> set[str]:

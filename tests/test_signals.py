@@ -5,11 +5,10 @@ Each case runs in a fresh interpreter, so that a signal or a fork cannot disturb
 from __future__ import annotations
 
 import subprocess
-import sys
-import tempfile
 import textwrap
 
 import pytest
+from conftest import run_python
 
 PRELUDE = """
 import os, signal, sys, threading, time
@@ -42,14 +41,7 @@ def make_pool(backend, **kw):
 
 
 def run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    # From a scratch directory, so that the installed fastvec is imported, not the source tree.
-    return subprocess.run(
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tempfile.gettempdir(),
-    )
+    return run_python(PRELUDE + textwrap.dedent(code), timeout)
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])
