@@ -38,16 +38,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastvec import bench
+from fastvec.bench import machine, measure, report, runners
 
 ENV_ID, GAME = "Pong-v5", "pong"
 DEFAULT_NUM_ENVS = (1, 4, 8, 16, 32)
 MEMORY_NUM_ENVS = 16
-# The contenders and their settings are fastvec bench's (fastvec/bench.py): EnvPool's option names, the ones
+# The contenders and their settings are fastvec bench's (fastvec/bench/runners.py): EnvPool's option names, the ones
 # fastvec takes; every contender gets the same settings in its own names.
-ATARI = bench.ATARI
+ATARI = runners.ATARI
 FRAME_SKIP = ATARI["frame_skip"]
-MAX_EPISODE_STEPS = bench.ATARI_MAX_STEPS
+MAX_EPISODE_STEPS = runners.ATARI_MAX_STEPS
 
 
 # -- runners -------------------------------------------------------------------
@@ -61,15 +61,15 @@ def _asynchronous(num_envs: int, asynchronous: bool) -> bool:
 class Timed:
     """A fastvec.bench runner with its warm-up and timing."""
 
-    def __init__(self, runner: bench.Runner) -> None:
+    def __init__(self, runner: runners.Runner) -> None:
         self.runner = runner
         self.chunk = 1
 
     def warm_up(self, seconds: float) -> None:
-        self.chunk = bench.calibrate(self.runner, seconds)
+        self.chunk = measure.calibrate(self.runner, seconds)
 
     def measure(self, seconds: float) -> dict[str, Any]:
-        return bench.measure(self.runner, self.chunk, seconds)
+        return measure.measure(self.runner, self.chunk, seconds)
 
     def close(self) -> None:
         self.runner.close()
@@ -95,7 +95,7 @@ class LoopBaseline:
         )
 
     def measure(self, seconds: float) -> dict[str, Any]:
-        share = bench.CpuShare()
+        share = machine.CpuShare()
         rate = self._rate(self._options, self._strings, max(200, int(self._estimate * seconds)), self._preprocess)
         self._estimate = rate
         return {"steps_per_s": rate, "us_per_call": 1e6 / rate, "other_cpu": share.other()}
@@ -105,23 +105,23 @@ class LoopBaseline:
 
 
 def make_fastvec(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_fastvec(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
+    return Timed(runners.make_fastvec(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_envpool(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_envpool(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
+    return Timed(runners.make_envpool(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_ale_vector(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_ale_vector(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
+    return Timed(runners.make_ale_vector(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
 
 
 def make_sb3(num_envs: int) -> Timed:
-    return Timed(bench.make_sb3(ENV_ID, num_envs, subprocess=True))
+    return Timed(runners.make_sb3(ENV_ID, num_envs, subprocess=True))
 
 
 def make_gym_async(num_envs: int) -> Timed:
-    return Timed(bench.make_gymnasium(ENV_ID, num_envs, "async"))
+    return Timed(runners.make_gymnasium(ENV_ID, num_envs, "async"))
 
 
 # -- contenders ----------------------------------------------------------------
@@ -174,14 +174,14 @@ FV_SYNC, FV_ASYNC = "fastvec sync", "fastvec async"
 
 def run_grid(
     chosen: list[Contender], num_envs: int, args: argparse.Namespace
-) -> tuple[dict[str, bench.Cell], dict[str, float]]:
+) -> tuple[dict[str, measure.Cell], dict[str, float]]:
     """Every chosen contender at one num_envs, interleaved over args.reps repetitions; and construction times."""
-    cells = {c.key: bench.Cell() for c in chosen}
+    cells = {c.key: measure.Cell() for c in chosen}
     runners: dict[str, Any] = {}
     built: dict[str, float] = {}
     # Process pools fork first, before this round's thread pools exist.
     for c in sorted(chosen, key=lambda c: not c.uses_processes):
-        if not bench.installed(c.package):
+        if not machine.installed(c.package):
             cells[c.key].status = "not installed"
             continue
         print(f"  num_envs={num_envs}: constructing {c.key}", file=sys.stderr, flush=True)
@@ -197,7 +197,7 @@ def run_grid(
         built[c.key] = time.perf_counter() - t0
     order = [c.key for c in chosen if c.key in runners]
     try:
-        for rep, key in bench.interleaved(order, args.reps):
+        for rep, key in measure.interleaved(order, args.reps):
             if key == order[rep % max(1, len(order))]:
                 print(f"  num_envs={num_envs}: repetition {rep + 1}/{args.reps}", file=sys.stderr, flush=True)
             cells[key].add(runners[key].measure(args.seconds))
@@ -222,7 +222,7 @@ def process_memory(pid: int) -> tuple[int, int | None]:
 def tree_memory(root: int) -> dict[str, Any]:
     """RSS and PSS summed over a process and all its descendants, and how many processes there are."""
     rss, pss, count = 0, 0, 0
-    for pid, _ in bench._tree(root):
+    for pid, _ in machine.process_tree(root):
         try:
             r, p = process_memory(pid)
         except (OSError, StopIteration):  # exited meanwhile
@@ -257,35 +257,35 @@ def measure_memory(c: Contender, num_envs: int) -> dict[str, Any]:
 # -- reporting -----------------------------------------------------------------
 
 
-def best(cells: dict[str, bench.Cell], group: str) -> tuple[str, bench.Cell] | None:
+def best(cells: dict[str, measure.Cell], group: str) -> tuple[str, measure.Cell] | None:
     """The contender of ``group`` with the highest median at one num_envs."""
     ran = [(k, c) for k, c in cells.items() if BY_KEY[k].group == group and c.steps_per_s]
     return max(ran, key=lambda kc: kc[1].median) if ran else None
 
 
-def best_fastvec(cells: dict[str, bench.Cell]) -> tuple[str, bench.Cell] | None:
+def best_fastvec(cells: dict[str, measure.Cell]) -> tuple[str, measure.Cell] | None:
     ran = [b for b in (best(cells, FV_SYNC), best(cells, FV_ASYNC)) if b]
     return max(ran, key=lambda kc: kc[1].median) if ran else None
 
 
-def format_cell(key: str, cell: bench.Cell, show_threads: bool) -> str:
+def format_cell(key: str, cell: measure.Cell, show_threads: bool) -> str:
     """steps/s median [min-max] / frames/s median, then T=num_threads and (busy) when they apply."""
     if not cell.steps_per_s:
         return cell.status
     v = cell.steps_per_s
-    text = f"{bench.si(cell.median)} [{bench.si(min(v))}-{bench.si(max(v))}] / {bench.si(cell.median * FRAME_SKIP)}"
+    text = f"{report.si(cell.median)} [{report.si(min(v))}-{report.si(max(v))}] / {report.si(cell.median * FRAME_SKIP)}"
     threads = BY_KEY[key].threads
     if show_threads and threads:
         text += f" T={threads}"
     return text + (" (busy)" if cell.disturbed else "")
 
 
-def group_status(cells: dict[str, bench.Cell], group: str) -> str:
+def group_status(cells: dict[str, measure.Cell], group: str) -> str:
     statuses = sorted({c.status for k, c in cells.items() if BY_KEY[k].group == group})
     return "; ".join(statuses) if statuses else "-"
 
 
-def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> list[str]:
+def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[str, measure.Cell]]) -> list[str]:
     rows = [
         "| contender (best num_threads) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
@@ -300,12 +300,12 @@ def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[s
         out = []
         for n in sizes:
             b = best(grid[n], RAW)
-            out.append(f"{bench.si(2 * b[1].median)} / {bench.si(2 * b[1].median * FRAME_SKIP)}" if b else "-")
+            out.append(f"{report.si(2 * b[1].median)} / {report.si(2 * b[1].median * FRAME_SKIP)}" if b else "-")
         rows.append("| 2 x raw: what 2 cores can emulate | " + " | ".join(out) + " |")
     return rows
 
 
-def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> list[str]:
+def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dict[str, measure.Cell]]) -> list[str]:
     rows = ["| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
     for c in chosen:
         rows.append(f"| {c.key} | " + " | ".join(format_cell(c.key, grid[n][c.key], False) for n in sizes) + " |")
@@ -313,7 +313,7 @@ def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dic
 
 
 def _ratio(
-    a: tuple[str, bench.Cell] | None, b: tuple[str, bench.Cell] | None, scale: float = 1.0
+    a: tuple[str, measure.Cell] | None, b: tuple[str, measure.Cell] | None, scale: float = 1.0
 ) -> dict[str, Any] | None:
     """Median over median, and the worst and best case (min over max, max over min)."""
     if a is None or b is None:
@@ -328,7 +328,7 @@ def _ratio(
     }
 
 
-RATIOS: list[tuple[str, Callable[[dict[str, bench.Cell]], dict[str, Any] | None], bool]] = [
+RATIOS: list[tuple[str, Callable[[dict[str, measure.Cell]], dict[str, Any] | None], bool]] = [
     (
         "fastvec sync / ale-py AtariVectorEnv sync",
         lambda c: _ratio(best(c, FV_SYNC), best(c, "ale-py AtariVectorEnv sync")),
@@ -364,7 +364,7 @@ RATIOS: list[tuple[str, Callable[[dict[str, bench.Cell]], dict[str, Any] | None]
 ]
 
 
-def ratio_table(sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> tuple[list[str], dict[str, Any]]:
+def ratio_table(sizes: list[int], grid: dict[int, dict[str, measure.Cell]]) -> tuple[list[str], dict[str, Any]]:
     rows = [
         "| ratio of medians [worst-best] | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
@@ -462,16 +462,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # Import up front, so no import lands in a timed loop or in a forked worker.
     for module in ("fastvec", "envpool", "ale_py", "stable_baselines3.common.vec_env", "gymnasium"):
-        if any(c.package == module.split(".")[0] for c in args.chosen) and bench.installed(module.split(".")[0]):
+        if any(c.package == module.split(".")[0] for c in args.chosen) and machine.installed(module.split(".")[0]):
             importlib.import_module(module)
 
     command = "python benchmarks/bench_atari.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    versions = bench.versions()
+    versions = machine.versions()
     versions["ale-py"] = _version("ale-py")
-    monitor = bench.LoadMonitor()
+    monitor = machine.LoadMonitor()
     sizes = sorted(set(args.num_envs))
     t0 = time.perf_counter()
-    grid: dict[int, dict[str, bench.Cell]] = {}
+    grid: dict[int, dict[str, measure.Cell]] = {}
     built: dict[int, dict[str, float]] = {}
     for n in sizes:
         grid[n], built[n] = run_grid(args.chosen, n, args)
@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in args.chosen:
             if c.baseline:
                 continue
-            if not bench.installed(c.package):
+            if not machine.installed(c.package):
                 memory[c.key] = {"status": "not installed"}
                 continue
             print(f"  memory of {c.key} at {args.memory_envs} envs", file=sys.stderr, flush=True)
@@ -523,8 +523,8 @@ def main(argv: list[str] | None = None) -> int:
         "no episodic life, no reward clip, no fire reset (SB3's AtariWrapper adds FireResetEnv for Pong regardless: "
         "2 steps per episode reset), 27000-step limit, random actions. Async: batch_size = max(1, num_envs // 2); "
         "at num_envs=1 that is batch_size = num_envs. '(busy)': other processes took over "
-        f"{bench.BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition.",
-        f"machine: {bench.cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
+        f"{machine.BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition.",
+        f"machine: {machine.cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
         f"{platform.platform()}",
         "versions: "
         + ", ".join(f"{k} {v}" for k, v in versions.items())

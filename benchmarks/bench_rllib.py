@@ -8,7 +8,7 @@ thread, so the policy's forward pass is in the loop, as in training), samples on
 calls sample() for --seconds. fastvec runs with 1 thread (the one CPU RLlib's default uses) and with 2.
 Pong does the same env work everywhere: RLlib's wrap_atari_for_new_api_stack (sticky actions 0.25,
 noops, frame skip 4, 84x84 gray, 4 frames, a life per episode, FIRE at reset) and fastvec with those
-options (fastvec.bench.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
+options (fastvec.bench.runners.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
 repetitions are reported, as env steps/s.
 """
 
@@ -18,7 +18,8 @@ import argparse
 import statistics
 import time
 
-from fastvec.bench import RLlibRunner, cpu_model
+from fastvec.bench.machine import cpu_model
+from fastvec.bench.runners import RLlibRunner
 
 CONTENDERS = {
     "default": ("RLlib default", lambda env_id, n: RLlibRunner(env_id, n, use_fastvec=False)),
