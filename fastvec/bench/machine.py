@@ -178,7 +178,8 @@ def tree_memory(root: int) -> dict[str, Any]:
 
     RSS counts shared pages once per process; PSS is None when one process's is unreadable.
     """
-    total_rss, total_pss, count = 0, 0, 0
+    total_rss, count = 0, 0
+    total_pss: int | None = 0
     for pid, _ in process_tree(root):
         try:
             r = rss(pid)

@@ -149,7 +149,7 @@ def run_grid(
             if progress is not None:
                 progress.update(reps)
             continue
-        cells[key].construct_seconds += time.perf_counter() - t0
+        cells[key].construct_seconds = (cells[key].construct_seconds or 0.0) + time.perf_counter() - t0
     order = [c.key for c in contenders if c.key in runners]
     try:
         for rep, key in interleaved(order, reps):

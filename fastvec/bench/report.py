@@ -149,7 +149,7 @@ def disturbed(grid: dict[int, dict[str, Cell]]) -> list[tuple[int, str]]:
     return [(n, k) for n, cells in grid.items() for k, c in cells.items() if c.disturbed]
 
 
-def cell_doc(cell: Cell, frame_skip: int | None = None) -> dict[str, Any]:
+def cell_doc(cell: Cell, frame_skip: float | None = None) -> dict[str, Any]:
     """One cell as JSON; with ``frame_skip``, also its median in frames/s."""
     doc: dict[str, Any] = {"status": cell.status, "median_steps_per_s": cell.median}
     if frame_skip is not None:
