@@ -24,13 +24,9 @@ what two cores can emulate. Memory: RSS and PSS summed over every process of one
 from __future__ import annotations
 
 import argparse
-import fnmatch
-import importlib
 import json
 import os
-import platform
 import shlex
-import subprocess
 import sys
 import time
 import warnings
@@ -38,19 +34,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastvec import bench
+from fastvec.bench import machine, measure, report, runners
+from fastvec.bench.machine import BUSY_OTHER_SHARE
+from fastvec.bench.measure import Cell
+from fastvec.bench.runners import ATARI, ATARI_MAX_STEPS
 
 ENV_ID, GAME = "Pong-v5", "pong"
 DEFAULT_NUM_ENVS = (1, 4, 8, 16, 32)
 MEMORY_NUM_ENVS = 16
-# The contenders and their settings are fastvec bench's (fastvec/bench.py): EnvPool's option names, the ones
-# fastvec takes; every contender gets the same settings in its own names.
-ATARI = bench.ATARI
+MEMORY_SECONDS = 1.0  # how long the memory probe steps before it reads
+# The contenders and their settings are fastvec bench's (fastvec/bench/runners.py): EnvPool's option names, the
+# ones fastvec takes; every contender gets the same settings in its own names.
 FRAME_SKIP = ATARI["frame_skip"]
-MAX_EPISODE_STEPS = bench.ATARI_MAX_STEPS
 
 
-# -- runners -------------------------------------------------------------------
+# -- contenders ----------------------------------------------------------------
 
 
 def _asynchronous(num_envs: int, asynchronous: bool) -> bool:
@@ -58,25 +56,10 @@ def _asynchronous(num_envs: int, asynchronous: bool) -> bool:
     return asynchronous and num_envs >= 2
 
 
-class Timed:
-    """A fastvec.bench runner with its warm-up and timing."""
-
-    def __init__(self, runner: bench.Runner) -> None:
-        self.runner = runner
-        self.chunk = 1
-
-    def warm_up(self, seconds: float) -> None:
-        self.chunk = bench.calibrate(self.runner, seconds)
-
-    def measure(self, seconds: float) -> dict[str, Any]:
-        return bench.measure(self.runner, self.chunk, seconds)
-
-    def close(self) -> None:
-        self.runner.close()
-
-
-class LoopBaseline:
+class LoopBaseline(runners.Runner):
     """One ALE stepped in a C++ loop on this thread; each measurement is one call of about ``seconds``."""
+
+    steps_per_call = 1
 
     def __init__(self, preprocess: bool) -> None:
         import fastvec
@@ -94,8 +77,8 @@ class LoopBaseline:
             self._options, self._strings, max(200, int(self._estimate * seconds)), self._preprocess
         )
 
-    def measure(self, seconds: float) -> dict[str, Any]:
-        share = bench.CpuShare()
+    def timed(self, seconds: float) -> dict[str, Any]:
+        share = machine.CpuShare()
         rate = self._rate(self._options, self._strings, max(200, int(self._estimate * seconds)), self._preprocess)
         self._estimate = rate
         return {"steps_per_s": rate, "us_per_call": 1e6 / rate, "other_cpu": share.other()}
@@ -104,47 +87,22 @@ class LoopBaseline:
         pass
 
 
-def make_fastvec(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_fastvec(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
-
-
-def make_envpool(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_envpool(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
-
-
-def make_ale_vector(num_envs: int, num_threads: int, asynchronous: bool) -> Timed:
-    return Timed(bench.make_ale_vector(ENV_ID, num_envs, num_threads, _asynchronous(num_envs, asynchronous)))
-
-
-def make_sb3(num_envs: int) -> Timed:
-    return Timed(bench.make_sb3(ENV_ID, num_envs, subprocess=True))
-
-
-def make_gym_async(num_envs: int) -> Timed:
-    return Timed(bench.make_gymnasium(ENV_ID, num_envs, "async"))
-
-
-# -- contenders ----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
-class Contender:
-    key: str
-    group: str  # the table shows the best (highest median) contender of each group
-    package: str
-    make: Callable[[int], Any]
+class Contender(runners.Contender):
+    """A fastvec bench contender whose label is its group: the table shows the best (highest median)
+    contender of each group."""
+
     threads: int | None = None
-    uses_processes: bool = False  # one worker process per env
     baseline: bool = False  # one emulator, independent of num_envs; no memory probe
 
 
-def _threaded(prefix: str, name: str, package: str, make: Callable[[int, int, bool], Any]) -> list[Contender]:
+def _threaded(prefix: str, name: str, package: str, make: Callable[[str, int, int, bool], Any]) -> list[Contender]:
     return [
         Contender(
             f"{prefix}-{mode}-t{t}",
             f"{name} {mode}",
             package,
-            lambda n, t=t, a=(mode == "async"): make(n, t, a),
+            lambda e, n, t=t, a=(mode == "async"): make(e, n, t, _asynchronous(n, a)),
             threads=t,
         )
         for mode in ("sync", "async")
@@ -152,140 +110,75 @@ def _threaded(prefix: str, name: str, package: str, make: Callable[[int, int, bo
     ]
 
 
+RAW, PRE = "1 ALE, C++ loop, emulation only", "1 ALE, C++ loop, with preprocessing"
 CONTENDERS = [
-    *_threaded("fastvec", "fastvec", "fastvec", make_fastvec),
-    *_threaded("envpool", "EnvPool", "envpool", make_envpool),
-    *_threaded("ale", "ale-py AtariVectorEnv", "ale_py", make_ale_vector),
-    Contender("sb3-subproc", "SB3 SubprocVecEnv (fork)", "stable_baselines3", make_sb3, uses_processes=True),
-    Contender("gym-async", "gymnasium AsyncVectorEnv (fork)", "gymnasium", make_gym_async, uses_processes=True),
-    Contender("loop-raw", "1 ALE, C++ loop, emulation only", "fastvec", lambda n: LoopBaseline(False), baseline=True),
+    *_threaded("fastvec", "fastvec", "fastvec", runners.make_fastvec),
+    *_threaded("envpool", "EnvPool", "envpool", runners.make_envpool),
+    *_threaded("ale", "ale-py AtariVectorEnv", "ale_py", runners.make_ale_vector),
     Contender(
-        "loop-pre", "1 ALE, C++ loop, with preprocessing", "fastvec", lambda n: LoopBaseline(True), baseline=True
+        "sb3-subproc",
+        "SB3 SubprocVecEnv (fork)",
+        "stable_baselines3",
+        lambda e, n: runners.make_sb3(e, n, subprocess=True),
+        uses_processes=True,
     ),
+    Contender(
+        "gym-async",
+        "gymnasium AsyncVectorEnv (fork)",
+        "gymnasium",
+        lambda e, n: runners.make_gymnasium(e, n, "async"),
+        uses_processes=True,
+    ),
+    Contender("loop-raw", RAW, "fastvec", lambda e, n: LoopBaseline(False), baseline=True),
+    Contender("loop-pre", PRE, "fastvec", lambda e, n: LoopBaseline(True), baseline=True),
 ]
 BY_KEY = {c.key: c for c in CONTENDERS}
-GROUPS = list(dict.fromkeys(c.group for c in CONTENDERS))
-RAW, PRE = "1 ALE, C++ loop, emulation only", "1 ALE, C++ loop, with preprocessing"
+GROUPS = list(dict.fromkeys(c.label for c in CONTENDERS))
 FV_SYNC, FV_ASYNC = "fastvec sync", "fastvec async"
 
 
-# -- measuring -----------------------------------------------------------------
-
-
-def run_grid(
-    chosen: list[Contender], num_envs: int, args: argparse.Namespace
-) -> tuple[dict[str, bench.Cell], dict[str, float]]:
-    """Every chosen contender at one num_envs, interleaved over args.reps repetitions; and construction times."""
-    cells = {c.key: bench.Cell() for c in chosen}
-    runners: dict[str, Any] = {}
-    built: dict[str, float] = {}
-    # Process pools fork first, before this round's thread pools exist.
-    for c in sorted(chosen, key=lambda c: not c.uses_processes):
-        if not bench.installed(c.package):
-            cells[c.key].status = "not installed"
-            continue
-        print(f"  num_envs={num_envs}: constructing {c.key}", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        try:
-            runners[c.key] = c.make(num_envs)
-            runners[c.key].warm_up(args.warmup)
-        except Exception as e:  # reported in the table, the run goes on
-            cells[c.key].status = f"failed: {type(e).__name__}: {e}"[:80]
-            print(f"  {c.key} num_envs={num_envs} failed: {e!r}", file=sys.stderr)
-            runners.pop(c.key, None)
-            continue
-        built[c.key] = time.perf_counter() - t0
-    order = [c.key for c in chosen if c.key in runners]
-    try:
-        for rep, key in bench.interleaved(order, args.reps):
-            if key == order[rep % max(1, len(order))]:
-                print(f"  num_envs={num_envs}: repetition {rep + 1}/{args.reps}", file=sys.stderr, flush=True)
-            cells[key].add(runners[key].measure(args.seconds))
-    finally:
-        for runner in runners.values():
-            runner.close()
-    return cells, built
-
-
-def process_memory(pid: int) -> tuple[int, int | None]:
-    """(RSS, PSS) of one process in bytes; PSS is None when smaps_rollup is unreadable."""
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) * 1024
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            pss = next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
-    except (OSError, StopIteration):
-        pss = None
-    return rss, pss
-
-
-def tree_memory(root: int) -> dict[str, Any]:
-    """RSS and PSS summed over a process and all its descendants, and how many processes there are."""
-    rss, pss, count = 0, 0, 0
-    for pid, _ in bench._tree(root):
-        try:
-            r, p = process_memory(pid)
-        except (OSError, StopIteration):  # exited meanwhile
-            continue
-        rss += r
-        pss = None if pss is None or p is None else pss + p
-        count += 1
-    return {"rss_mib": rss / 2**20, "pss_mib": None if pss is None else pss / 2**20, "processes": count}
-
-
-def memory_probe(key: str, num_envs: int) -> None:
-    """Run in a fresh interpreter: builds one contender, steps it for 1 s, prints the memory of its processes."""
-    warnings.filterwarnings("ignore")
-    before = tree_memory(os.getpid())
-    runner = BY_KEY[key].make(num_envs)
-    runner.warm_up(1.0)
-    print(json.dumps({**tree_memory(os.getpid()), "interpreter_rss_mib": before["rss_mib"]}))
-    runner.close()
+# -- memory --------------------------------------------------------------------
 
 
 def measure_memory(c: Contender, num_envs: int) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--memory-probe", c.key, "--memory-envs", str(num_envs)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return {"status": "timed out"}
-    if out.returncode != 0:
-        return {"status": "failed: " + (out.stderr.strip().splitlines() or ["?"])[-1][:70]}
-    return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
+    """RSS and PSS over every process of one contender at num_envs, from this script run in a fresh interpreter."""
+    m = measure.memory_in_fresh_interpreter(
+        [os.path.abspath(__file__), "--memory-probe", c.key, "--memory-envs", str(num_envs)], timeout=600
+    )
+    return {"status": "failed: " + m["error"][:70]} if m["status"] == "failed" else m
 
 
 # -- reporting -----------------------------------------------------------------
 
 
-def best(cells: dict[str, bench.Cell], group: str) -> tuple[str, bench.Cell] | None:
+def best(cells: dict[str, Cell], group: str) -> tuple[str, Cell] | None:
     """The contender of ``group`` with the highest median at one num_envs."""
-    ran = [(k, c) for k, c in cells.items() if BY_KEY[k].group == group and c.steps_per_s]
-    return max(ran, key=lambda kc: kc[1].median) if ran else None
+    return report.best_of(cells, [k for k in cells if BY_KEY[k].label == group])
 
 
-def best_fastvec(cells: dict[str, bench.Cell]) -> tuple[str, bench.Cell] | None:
+def best_fastvec(cells: dict[str, Cell]) -> tuple[str, Cell] | None:
     ran = [b for b in (best(cells, FV_SYNC), best(cells, FV_ASYNC)) if b]
     return max(ran, key=lambda kc: kc[1].median) if ran else None
 
 
-def format_cell(key: str, cell: bench.Cell, show_threads: bool) -> str:
+def format_cell(key: str, cell: Cell, show_threads: bool) -> str:
     """steps/s median [min-max] / frames/s median, then T=num_threads and (busy) when they apply."""
     if not cell.steps_per_s:
         return cell.status
     v = cell.steps_per_s
-    text = f"{bench.si(cell.median)} [{bench.si(min(v))}-{bench.si(max(v))}] / {bench.si(cell.median * FRAME_SKIP)}"
+    text = f"{report.si(cell.median)} [{report.si(min(v))}-{report.si(max(v))}] / {report.si(cell.median * FRAME_SKIP)}"
     threads = BY_KEY[key].threads
     if show_threads and threads:
         text += f" T={threads}"
     return text + (" (busy)" if cell.disturbed else "")
 
 
-def group_status(cells: dict[str, bench.Cell], group: str) -> str:
-    statuses = sorted({c.status for k, c in cells.items() if BY_KEY[k].group == group})
+def group_status(cells: dict[str, Cell], group: str) -> str:
+    statuses = sorted({c.status for k, c in cells.items() if BY_KEY[k].label == group})
     return "; ".join(statuses) if statuses else "-"
 
 
-def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> list[str]:
+def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> list[str]:
     rows = [
         "| contender (best num_threads) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
@@ -300,35 +193,28 @@ def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[s
         out = []
         for n in sizes:
             b = best(grid[n], RAW)
-            out.append(f"{bench.si(2 * b[1].median)} / {bench.si(2 * b[1].median * FRAME_SKIP)}" if b else "-")
+            out.append(f"{report.si(2 * b[1].median)} / {report.si(2 * b[1].median * FRAME_SKIP)}" if b else "-")
         rows.append("| 2 x raw: what 2 cores can emulate | " + " | ".join(out) + " |")
     return rows
 
 
-def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> list[str]:
+def per_key_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> list[str]:
     rows = ["| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
     for c in chosen:
         rows.append(f"| {c.key} | " + " | ".join(format_cell(c.key, grid[n][c.key], False) for n in sizes) + " |")
     return rows
 
 
-def _ratio(
-    a: tuple[str, bench.Cell] | None, b: tuple[str, bench.Cell] | None, scale: float = 1.0
-) -> dict[str, Any] | None:
+def _ratio(a: tuple[str, Cell] | None, b: tuple[str, Cell] | None, scale: float = 1.0) -> dict[str, Any] | None:
     """Median over median, and the worst and best case (min over max, max over min)."""
     if a is None or b is None:
         return None
     (ka, ca), (kb, cb) = a, b
-    return {
-        "value": ca.median / cb.median / scale,
-        "low": min(ca.steps_per_s) / max(cb.steps_per_s) / scale,
-        "high": max(ca.steps_per_s) / min(cb.steps_per_s) / scale,
-        "of": ka,
-        "to": kb,
-    }
+    value, low, high = report.spread(ca, cb)
+    return {"value": value / scale, "low": low / scale, "high": high / scale, "of": ka, "to": kb}
 
 
-RATIOS: list[tuple[str, Callable[[dict[str, bench.Cell]], dict[str, Any] | None], bool]] = [
+RATIOS: list[tuple[str, Callable[[dict[str, Cell]], dict[str, Any] | None], bool]] = [
     (
         "fastvec sync / ale-py AtariVectorEnv sync",
         lambda c: _ratio(best(c, FV_SYNC), best(c, "ale-py AtariVectorEnv sync")),
@@ -364,7 +250,7 @@ RATIOS: list[tuple[str, Callable[[dict[str, bench.Cell]], dict[str, Any] | None]
 ]
 
 
-def ratio_table(sizes: list[int], grid: dict[int, dict[str, bench.Cell]]) -> tuple[list[str], dict[str, Any]]:
+def ratio_table(sizes: list[int], grid: dict[int, dict[str, Cell]]) -> tuple[list[str], dict[str, Any]]:
     rows = [
         "| ratio of medians [worst-best] | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
@@ -402,18 +288,24 @@ def memory_table(memory: dict[str, dict[str, Any]], num_envs: int) -> list[str]:
     return rows
 
 
-def construction_table(chosen: list[Contender], sizes: list[int], built: dict[int, dict[str, float]]) -> list[str]:
+def construction_table(chosen: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> list[str]:
     keys = [c.key for c in chosen if not c.baseline]
     rows = [
         "| construction + reset + warm-up (s) | " + " | ".join(f"num_envs={n}" for n in sizes) + " |",
         "|---|" + "---:|" * len(sizes),
     ]
     for k in keys:
-        rows.append(f"| {k} | " + " | ".join(f"{built[n][k]:.1f}" if k in built[n] else "-" for n in sizes) + " |")
+        built = [grid[n][k].construct_seconds for n in sizes]
+        rows.append(f"| {k} | " + " | ".join(f"{b:.1f}" if b is not None else "-" for b in built) + " |")
     return rows
 
 
 # -- main ----------------------------------------------------------------------
+
+
+def progress(num_envs: int) -> Callable[[str], None]:
+    """Where run_grid says what it is doing at num_envs: stderr."""
+    return lambda line: print(f"  num_envs={num_envs}: {line}", file=sys.stderr, flush=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -448,7 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--seconds must be > 0, --reps >= 1 and every --num-envs, --memory-envs >= 1")
     if args.warmup is None:
         args.warmup = min(0.5, args.seconds / 4)
-    args.chosen = [c for c in CONTENDERS if any(fnmatch.fnmatch(c.key, pat) for pat in args.contenders)]
+    args.chosen = runners.select(CONTENDERS, args.contenders)
     if not args.chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(BY_KEY)}")
     return args
@@ -458,29 +350,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")  # gymnasium and EnvPool warn on every construction
     if args.memory_probe:
-        memory_probe(args.memory_probe, args.memory_envs)
+        measure.memory_probe(lambda: BY_KEY[args.memory_probe].make(ENV_ID, args.memory_envs), MEMORY_SECONDS)
         return 0
-    # Import up front, so no import lands in a timed loop or in a forked worker.
-    for module in ("fastvec", "envpool", "ale_py", "stable_baselines3.common.vec_env", "gymnasium"):
-        if any(c.package == module.split(".")[0] for c in args.chosen) and bench.installed(module.split(".")[0]):
-            importlib.import_module(module)
+    runners.import_packages(args.chosen)  # up front, so no import lands in a timed loop or in a forked worker
 
     command = "python benchmarks/bench_atari.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    versions = bench.versions()
-    versions["ale-py"] = _version("ale-py")
-    monitor = bench.LoadMonitor()
+    versions = machine.versions()
+    checkout = machine.source_state(os.path.dirname(os.path.abspath(__file__)))
+    monitor = machine.LoadMonitor()
     sizes = sorted(set(args.num_envs))
     t0 = time.perf_counter()
-    grid: dict[int, dict[str, bench.Cell]] = {}
-    built: dict[int, dict[str, float]] = {}
+    grid: dict[int, dict[str, Cell]] = {}
     for n in sizes:
-        grid[n], built[n] = run_grid(args.chosen, n, args)
+        grid[n] = measure.run_grid(
+            args.chosen, ENV_ID, n, seconds=args.seconds, reps=args.reps, warmup=args.warmup, log=progress(n)
+        )
     memory: dict[str, dict[str, Any]] = {}
     if args.memory:
         for c in args.chosen:
             if c.baseline:
                 continue
-            if not bench.installed(c.package):
+            if not machine.installed(c.package):
                 memory[c.key] = {"status": "not installed"}
                 continue
             print(f"  memory of {c.key} at {args.memory_envs} envs", file=sys.stderr, flush=True)
@@ -488,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     load = monitor.finish()
     elapsed = time.perf_counter() - t0
 
-    groups = [g for g in GROUPS if any(c.group == g for c in args.chosen)]
+    groups = [g for g in GROUPS if any(c.label == g for c in args.chosen)]
     ratios, ratio_doc = ratio_table(sizes, grid)
     out = [
         f"# Pong-v5 throughput: agent steps/s median [min-max] / frames/s median, {args.reps} x {args.seconds:g} s",
@@ -509,8 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             *memory_table(memory, args.memory_envs),
             "",
         ]
-    out += [*construction_table(args.chosen, sizes, built), ""]
-    busy = sorted(f"{k}@{n}" for n, cells in grid.items() for k, c in cells.items() if c.disturbed)
+    out += [*construction_table(args.chosen, sizes, grid), ""]
+    busy = sorted(f"{k}@{n}" for n, k in report.disturbed(grid))
     if busy:
         load["busy"] = True
         measured = sum(bool(c.steps_per_s) for cells in grid.values() for c in cells.values())
@@ -523,17 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         "no episodic life, no reward clip, no fire reset (SB3's AtariWrapper adds FireResetEnv for Pong regardless: "
         "2 steps per episode reset), 27000-step limit, random actions. Async: batch_size = max(1, num_envs // 2); "
         "at num_envs=1 that is batch_size = num_envs. '(busy)': other processes took over "
-        f"{bench.BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition.",
-        f"machine: {bench.cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
-        f"{platform.platform()}",
-        "versions: "
-        + ", ".join(f"{k} {v}" for k, v in versions.items())
-        + f"; this checkout: {checkout_state()}; installed fastvec built {_built_at()}",
-        "load average before: "
-        + " ".join(f"{x:.2f}" for x in load["load_before"])
-        + "; after: "
-        + " ".join(f"{x:.2f}" for x in load["load_after"])
-        + f"; other processes' CPU share before: {_pct(load['other_cpu_share_before'])}, "
+        f"{BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition.",
+        report.machine_line(machine.describe()),
+        f"versions: {report.versions_text(versions)}; this checkout: {checkout}; "
+        f"installed fastvec built {machine.built_at()}",
+        report.load_line(load) + f"; other processes' CPU share before: {_pct(load['other_cpu_share_before'])}, "
         f"during: {_pct(load['other_cpu_share'])}",
         f"wall time: {elapsed:.0f} s",
     ]
@@ -546,19 +430,15 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": args.seconds,
             "reps": args.reps,
             "settings": ATARI,
-            "max_episode_steps": MAX_EPISODE_STEPS,
+            "max_episode_steps": ATARI_MAX_STEPS,
             "versions": versions,
             "load": load,
             "wall_seconds": elapsed,
             "results": {
                 str(n): {
                     k: {
-                        "status": c.status,
-                        "median_steps_per_s": c.median,
-                        "steps_per_s": c.steps_per_s,
-                        "us_per_call": c.us_per_call,
-                        "other_cpu_share": c.other_cpu,
-                        "construct_seconds": built[n].get(k),
+                        **report.cell_doc(c),
+                        "construct_seconds": c.construct_seconds,
                         "num_threads": BY_KEY[k].threads,
                     }
                     for k, c in cells.items()
@@ -571,40 +451,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
     return 0
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def checkout_state() -> str:
-    """The commit of the checkout this script sits in, and whether tracked files differ from it. The numbers are
-    for the installed fastvec, which is this checkout only if it was (re)installed from it."""
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        git = ["git", "-C", repo]
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
-
-
-def _built_at() -> str:
-    """When the installed fastvec's native module was written (it measures this checkout only if installed from it)."""
-    try:
-        from fastvec import _core
-
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(_core.__file__)))
-    except (ImportError, OSError):
-        return "at an unknown time"
 
 
 def _pct(x: float | None) -> str:

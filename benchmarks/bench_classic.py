@@ -12,13 +12,13 @@ step round trip.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import sys
 import time
 import warnings
 
-from fastvec import bench
+from fastvec.bench import machine, measure, report, runners
+from fastvec.bench.cli import DEFAULT_NUM_ENVS
 
 ENV_ID = "CartPole-v1"
 KEYS = (
@@ -40,38 +40,37 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, default=3, help="interleaved repetitions per contender (default 3)")
-    p.add_argument("--num-envs", type=int, nargs="+", default=list(bench.DEFAULT_NUM_ENVS))
+    p.add_argument("--num-envs", type=int, nargs="+", default=list(DEFAULT_NUM_ENVS))
     p.add_argument("--contenders", nargs="+", default=["*"], metavar="PATTERN", help=", ".join(KEYS))
     p.add_argument("--max-processes", type=int, default=256)
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = p.parse_args(argv)
     args.warmup = min(0.5, args.seconds / 4)
-    chosen = [
-        c for c in bench.CONTENDERS if c.key in KEYS and any(fnmatch.fnmatch(c.key, pat) for pat in args.contenders)
-    ]
+    chosen = [c for c in runners.select(runners.CONTENDERS, args.contenders) if c.key in KEYS]
     if not chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(KEYS)}")
     warnings.filterwarnings("ignore")
 
-    monitor = bench.LoadMonitor()
+    monitor = machine.LoadMonitor()
     sizes = sorted(set(args.num_envs))
     t0 = time.perf_counter()
+    protocol = {"seconds": args.seconds, "reps": args.reps, "warmup": args.warmup, "max_processes": args.max_processes}
     grid = {}
     for n in sizes:
         print(f"  num_envs={n} ...", file=sys.stderr, flush=True)
-        grid[n] = bench.run_grid(chosen, ENV_ID, n, args)
+        grid[n] = measure.run_grid(chosen, ENV_ID, n, **protocol)
     rt_cells = grid.get(1)
-    rt_keys = [c for c in chosen if c.key in bench.ROUND_TRIP_KEYS]
+    rt_keys = [c for c in chosen if c.key in report.ROUND_TRIP_KEYS]
     if rt_cells is None and rt_keys:
-        rt_cells = bench.run_grid(rt_keys, ENV_ID, 1, args)
+        rt_cells = measure.run_grid(rt_keys, ENV_ID, 1, **protocol)
     load = monitor.finish()
 
     ratios = [
-        bench.ratio("fastvec / gymnasium CartPoleVectorEnv (numpy) at 4096 envs", 5, grid, 4096, ["gym-numpy"]),
-        bench.ratio(
+        report.ratio("fastvec / gymnasium CartPoleVectorEnv (numpy) at 4096 envs", 5, grid, 4096, ["gym-numpy"]),
+        report.ratio(
             "fastvec / EnvPool sync (best num_threads) at 4096 envs", 100, grid, 4096, ["envpool-t1", "envpool-t2"]
         ),
-        bench.ratio(
+        report.ratio(
             "fastvec / EnvPool (best of sync, async, num_threads) at 8 envs",
             3,
             grid,
@@ -79,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             ["envpool-t1", "envpool-t2", "envpool-async-t1", "envpool-async-t2"],
         ),
     ]
-    rt = bench.round_trip(rt_cells or {})
+    rt = report.round_trip(rt_cells or {})
     print(f"# {ENV_ID} throughput, env steps/s: median [min-max] of {args.reps} x {args.seconds:g} s\n")
-    print(bench.markdown_table(chosen, sizes, grid))
+    print(report.markdown_table(chosen, sizes, grid))
     print("\n| ratio (medians) | value [worst-best] | target | met |\n|---|---:|---:|:---:|")
     for r in ratios:
         if r.value is None:
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"[{v['min_us']:.2f}-{v['max_us']:.2f}] | {target} | {met} |"
             )
     print(
-        f"\nmachine: {bench.cpu_model()}; load average before: "
+        f"\nmachine: {machine.cpu_model()}; load average before: "
         + " ".join(f"{x:.2f}" for x in load["load_before"])
         + f"; wall time {time.perf_counter() - t0:.0f} s"
     )

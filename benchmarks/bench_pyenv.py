@@ -15,14 +15,20 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import time
 from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
 
+from fastvec.bench import machine, measure
+from fastvec.bench.measure import Cell
+from fastvec.bench.runners import SyncRunner
+
 HEAVY_ITERATIONS = 24
+WARMUP_SECONDS = 0.3
+NUM_ACTION_ROWS = 256
+CHUNK = 16  # step calls between readings of the timer
 
 
 class HeavyEnv(gym.Env):
@@ -67,7 +73,7 @@ def _fastvec(env_fn, n):
 
     env = fastvec.make([env_fn] * n)
     env.reset(seed=0)
-    return env.step, env.close
+    return env
 
 
 def _sb3(env_fn, n):
@@ -77,18 +83,13 @@ def _sb3(env_fn, n):
     # worker import torch again, which costs minutes per pool on 2 cores and nothing once stepping.
     env = SubprocVecEnv([env_fn] * n, start_method="fork")
     env.reset()
-
-    def step(actions):
-        env.step_async(actions)
-        return env.step_wait()
-
-    return step, env.close
+    return env  # its step() is step_async() + step_wait()
 
 
 def _gym_async(env_fn, n):
     env = gym.vector.AsyncVectorEnv([env_fn] * n)
     env.reset(seed=0)
-    return env.step, env.close
+    return env
 
 
 def _pufferlib(env_fn, n):
@@ -102,7 +103,7 @@ def _pufferlib(env_fn, n):
         creator, num_envs=n, backend=pufferlib.vector.Multiprocessing, num_workers=min(n, os.cpu_count() or 1)
     )
     env.reset(seed=0)
-    return env.step, env.close
+    return env
 
 
 CONTENDERS = {
@@ -113,32 +114,17 @@ CONTENDERS = {
 }
 
 
-def installed(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
-def measure(factory, env_fn, n: int, seconds: float) -> float:
-    step, close = factory(env_fn, n)
+def measure_fresh(factory, env_fn, n: int, seconds: float) -> dict:
+    """A fresh vector env, reset, stepped for WARMUP_SECONDS untimed, then timed for ``seconds``."""
+    env = factory(env_fn, n)
+    runner = SyncRunner(env, env.step, np.random.default_rng(0).integers(0, 2, (NUM_ACTION_ROWS, n)), n, env.close)
     try:
-        actions = np.random.default_rng(0).integers(0, 2, (256, n))
-        deadline = time.perf_counter() + 0.3
-        i = 0
+        deadline = time.perf_counter() + WARMUP_SECONDS
         while time.perf_counter() < deadline:
-            step(actions[i % 256])
-            i += 1
-        steps = 0
-        start = time.perf_counter()
-        while True:
-            for k in range(16):
-                step(actions[(steps + k) % 256])
-            steps += 16
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                return steps * n / elapsed
+            runner.run(1)
+        return measure.measure(runner, CHUNK, seconds)
     finally:
-        close()
+        runner.close()
 
 
 def heavy_step_us() -> float:
@@ -159,10 +145,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-        platform.processor(),
-    )
+    cpu = machine.cpu_model()
     load_before = os.getloadavg()
     print(
         f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -175,17 +158,18 @@ def main() -> None:
             "compare ratios within this run only"
         )
     results = []
-    available = {name: c for name, c in CONTENDERS.items() if installed(c[0])}
+    available = {name: c for name, c in CONTENDERS.items() if machine.installed(c[0])}
     for env_name in args.envs:
         for n in args.num_envs:
-            runs: dict[str, list[float]] = {name: [] for name in available}
-            for _ in range(args.reps):
+            cells = {name: Cell() for name in available}
+            for _ in range(args.reps):  # the same order every repetition
                 for name, (_, factory) in available.items():
-                    runs[name].append(measure(factory, ENVS[env_name], n, args.seconds))
+                    cells[name].add(measure_fresh(factory, ENVS[env_name], n, args.seconds))
             for name in CONTENDERS:
                 row = {"env": env_name, "num_envs": n, "contender": name}
-                if name in runs:
-                    row.update(median=statistics.median(runs[name]), min=min(runs[name]), max=max(runs[name]))
+                if name in cells:
+                    rates = cells[name].steps_per_s
+                    row.update(median=cells[name].median, min=min(rates), max=max(rates))
                 results.append(row)
                 print(".", end="", flush=True)
     load_after = os.getloadavg()

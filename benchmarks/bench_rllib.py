@@ -8,17 +8,19 @@ thread, so the policy's forward pass is in the loop, as in training), samples on
 calls sample() for --seconds. fastvec runs with 1 thread (the one CPU RLlib's default uses) and with 2.
 Pong does the same env work everywhere: RLlib's wrap_atari_for_new_api_stack (sticky actions 0.25,
 noops, frame skip 4, 84x84 gray, 4 frames, a life per episode, FIRE at reset) and fastvec with those
-options (fastvec.bench.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
+options (fastvec.bench.runners.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
 repetitions are reported, as env steps/s.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
-from fastvec.bench import RLlibRunner, cpu_model
+from fastvec.bench import measure
+from fastvec.bench.machine import cpu_model
+from fastvec.bench.measure import Cell
+from fastvec.bench.runners import RLlibRunner
 
 CONTENDERS = {
     "default": ("RLlib default", lambda env_id, n: RLlibRunner(env_id, n, use_fastvec=False)),
@@ -27,24 +29,22 @@ CONTENDERS = {
 }
 
 
-def measure(key: str, env_id: str, num_envs: int, seconds: float) -> float:
+def measure_fresh(key: str, env_id: str, num_envs: int, seconds: float) -> dict:
+    """A fresh EnvRunner, one sample() call to warm up, then sample() calls for ``seconds``."""
     runner = CONTENDERS[key][1](env_id, num_envs)
     try:
         calls = max(1, 256 // num_envs)  # env steps per sample() call: at least 256
-        runner.run(calls)
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            steps += runner.run(calls)
-        return steps / (time.perf_counter() - start)
+        return measure.measure(runner, calls, seconds)
     finally:
         runner.close()
 
 
-def _cell(rates: list[float]) -> str:
+def _cell(cell: Cell) -> str:
     def k(x: float) -> str:
         return f"{x / 1e3:.2f}k" if x < 1e4 else f"{x / 1e3:.1f}k"
 
-    return f"{k(statistics.median(rates))} [{k(min(rates))}-{k(max(rates))}]"
+    rates = cell.steps_per_s
+    return f"{k(cell.median)} [{k(min(rates))}-{k(max(rates))}]"
 
 
 def main() -> None:
@@ -63,14 +63,14 @@ def main() -> None:
     print("|---|---:|" + "---:|" * (len(names) + 2))
     for env_id in args.envs:
         for n in args.num_envs:
-            rates: dict[str, list[float]] = {k: [] for k in CONTENDERS}
-            for _ in range(args.reps):
+            cells = {k: Cell() for k in CONTENDERS}
+            for _ in range(args.reps):  # the same order every repetition
                 for k in CONTENDERS:
-                    rates[k].append(measure(k, env_id, n, args.seconds))
-            med = {k: statistics.median(v) for k, v in rates.items()}
-            cells = " | ".join(_cell(rates[k]) for k in CONTENDERS)
+                    cells[k].add(measure_fresh(k, env_id, n, args.seconds))
+            med = {k: c.median for k, c in cells.items()}
+            row = " | ".join(_cell(cells[k]) for k in CONTENDERS)
             print(
-                f"| {env_id} | {n} | {cells} | {med['fastvec-t1'] / med['default']:.2f}x | "
+                f"| {env_id} | {n} | {row} | {med['fastvec-t1'] / med['default']:.2f}x | "
                 f"{med['fastvec-t2'] / med['default']:.2f}x |",
                 flush=True,
             )

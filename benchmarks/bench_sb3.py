@@ -6,7 +6,7 @@ them), and the fraction of the training loop spent in the vector env.
 
 CartPole: PPO with rl-zoo's settings (n_steps=32, batch_size=256, n_epochs=20, MlpPolicy 64x64).
 Pong: PPO CnnPolicy with rl-zoo's Atari settings (n_steps=128, batch_size=256, n_epochs=4); every
-contender does the same Atari work (fastvec.bench.ATARI: sticky actions 0.25, noops, frame skip 4,
+contender does the same Atari work (fastvec.bench.runners.ATARI: sticky actions 0.25, noops, frame skip 4,
 84x84 gray, 4 frames). torch on one thread. PPO learns in rollout-sized chunks for --seconds per
 measurement; env time is the time spent in the VecEnv's reset/step_async/step_wait. Contenders are
 interleaved and the median and min-max of --reps repetitions reported, as env steps/s.
@@ -24,7 +24,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 
 import fastvec
-from fastvec.bench import make_sb3
+from fastvec.bench.runners import make_sb3
 
 
 class EnvTimer(VecEnvWrapper):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import gc
 import os
 import sys
@@ -26,17 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import fastvec
+from fastvec.bench import machine
+from fastvec.bench.runners import AsyncRunner, SyncRunner
 
 CARTPOLE_STEPS = 10**7
 PONG_STEPS = 10**5
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def fd_count(pid: int) -> int:
@@ -72,7 +67,7 @@ class Result:
 
 
 def measure(pids: list[int]) -> tuple[int, int]:
-    return sum(rss_kb(p) for p in pids), sum(fd_count(p) for p in pids)
+    return sum(machine.rss(p) // 1024 for p in pids), sum(fd_count(p) for p in pids)
 
 
 def run(
@@ -114,34 +109,16 @@ def run(
 
 
 def sync_loop(env, rng: np.random.Generator) -> Callable[[], int]:
-    n = env.num_envs
-    actions = rng.integers(0, env.single_action_space.n, (256, n))
-    k = 0
-
-    def step() -> int:
-        nonlocal k
-        env.step(actions[k & 255])
-        k += 1
-        return n
-
+    """One step call of every env a call."""
+    actions = rng.integers(0, env.single_action_space.n, (256, env.num_envs))
     env.reset(seed=0)
-    return step
+    return functools.partial(SyncRunner(env, env.step, actions, env.num_envs, env.close).run, 1)
 
 
 def async_loop(env, rng: np.random.Generator) -> Callable[[], int]:
-    b = env.batch_size
-    actions = rng.integers(0, env.single_action_space.n, (256, b))
-    k = 0
-
-    def step() -> int:
-        nonlocal k
-        *_, info = env.recv()
-        env.send(actions[k & 255], info["env_id"])
-        k += 1
-        return b
-
-    env.async_reset(seed=0)
-    return step
+    """One recv of a batch and a send to those envs a call."""
+    actions = rng.integers(0, env.single_action_space.n, (256, env.batch_size))
+    return functools.partial(AsyncRunner(env, actions, env.batch_size).run, 1)
 
 
 def churn(make: Callable[[], object], use: Callable[[object], None]) -> Callable[[], int]:

@@ -25,9 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "bench":
-        from fastvec import bench
+        from fastvec.bench.cli import main as bench_main
 
-        return bench.main(rest)
+        return bench_main(rest)
     if command == "list":
         return _list()
     print(f"fastvec: unknown command {command!r}\n{usage}", file=sys.stderr)

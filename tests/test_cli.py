@@ -158,7 +158,7 @@ def test_list_prints_the_native_envs(tmp_path):
 def test_a_contender_whose_parent_package_is_missing_is_not_installed():
     """fastvec bench without Ray: the RLlib contenders' package is 'ray.rllib', whose find_spec
     raises instead of returning None; the bench crashed before its first measurement."""
-    from fastvec.bench import installed
+    from fastvec.bench.machine import installed
 
     assert not installed("no_such_package_fastvec.sub")
     assert not installed("no_such_package_fastvec")

@@ -1,0 +1,288 @@
+"""``fastvec bench``: fastvec against the vector envs users switch from, side by side.
+
+Counts environment steps per second (one step of one env = one step) for each
+contender, env and ``num_envs``, following shared/BENCHMARKING.md: contenders
+are interleaved (A B A B ...) over several repetitions, the median and min-max
+are reported, actions are drawn before timing, construction and the first
+reset are excluded, every runner is warmed up, and the machine's load is
+recorded before and after. A contender whose package is missing is shown as
+"not installed", never dropped.
+
+    fastvec bench                                    # default run, a few minutes
+    fastvec bench --quick                            # under a minute
+    fastvec bench --envs CartPole-v1 --num-envs 8 4096 --contenders 'fastvec*' 'envpool*'
+    fastvec bench --out results/ --json              # also results/bench.json and results/bench.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+import warnings
+from typing import Any
+
+from fastvec.bench import machine, measure, report
+from fastvec.bench.machine import BUSY_OTHER_SHARE
+from fastvec.bench.measure import Cell
+from fastvec.bench.runners import ATARI, CONTENDERS, Contender, contender, import_packages, is_atari, select
+
+DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
+DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
+ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, ~0.1 s to load each
+QUICK_NUM_ENVS = (8, 256)
+# The default run: one configuration per library (sweeps over threads take --contenders '*').
+DEFAULT_CONTENDERS = (
+    "fastvec",
+    "fastvec-async",
+    "fastvec-python",
+    "gym-numpy",
+    "gym-async",
+    "sb3-dummy",
+    "sb3-subproc",
+    "envpool-t1",
+    "envpool-async-t1",
+    "ray-actors",
+    "rllib-default",
+    "rllib-fastvec",
+    "ale-py",
+    "ale-py-async",
+)
+MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
+MEMORY_SECONDS = 0.3  # how long the memory probe steps before it reads
+
+
+def memory_probe(key: str, env_id: str, num_envs: int) -> None:
+    """Run in a fresh interpreter: builds one contender, steps it, prints the memory of every process it runs."""
+    measure.memory_probe(lambda: contender(key).make(env_id, num_envs), MEMORY_SECONDS)
+
+
+def peak_memory(c: Contender, env_id: str, num_envs: int, max_processes: int) -> tuple[float | None, str]:
+    """RSS summed over every process one contender runs at num_envs, measured in a fresh interpreter."""
+    reason = c.skip_reason(num_envs, max_processes)
+    if reason:
+        return None, reason
+    code = f"from fastvec.bench.cli import memory_probe; memory_probe({c.key!r}, {env_id!r}, {num_envs})"
+    m = measure.memory_in_fresh_interpreter(["-c", code], timeout=300)
+    if m["status"] == "failed":
+        return None, "not available" if "NotAvailable" in m["error"] else m["error"][:60]
+    return (m["rss_mib"], "ok") if m["status"] == "ok" else (None, m["status"])
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fastvec bench", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"under a minute: CartPole only, num_envs {' '.join(map(str, QUICK_NUM_ENVS))}, "
+        "1 x 0.3 s, no memory probe",
+    )
+    p.add_argument("--envs", nargs="+", metavar="ENV_ID", help=f"env ids (default: {' '.join(DEFAULT_ENVS)})")
+    p.add_argument("--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096; Atari: 1 8 32)")
+    p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
+    p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
+    p.add_argument(
+        "--contenders",
+        nargs="+",
+        default=list(DEFAULT_CONTENDERS),
+        metavar="PATTERN",
+        help="contender keys or glob patterns, '*' for all (default: %(default)s); all: "
+        + ", ".join(c.key for c in CONTENDERS),
+    )
+    p.add_argument(
+        "--max-processes",
+        type=int,
+        default=256,
+        help="skip process-per-env contenders above this num_envs (default 256)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="untimed warm-up seconds per runner after construction (default: min(0.5, seconds/4))",
+    )
+    p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"measure peak memory of each contender at num_envs={MEMORY_NUM_ENVS} (default: on, off with --quick)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default="fastvec-bench",
+        help="where results.md, results.json and one PNG per env go (default: ./fastvec-bench)",
+    )
+    p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = make_parser()
+    args = p.parse_args(argv)
+    quick = args.quick
+    args.envs = args.envs or (["CartPole-v1"] if quick else list(DEFAULT_ENVS))
+    args.sizes_given = args.num_envs is not None
+    args.num_envs = args.num_envs or list(QUICK_NUM_ENVS if quick else DEFAULT_NUM_ENVS)
+    args.seconds = args.seconds if args.seconds is not None else (0.3 if quick else 2.0)
+    args.reps = args.reps if args.reps is not None else (1 if quick else 3)
+    args.memory = (not quick) if args.memory is None else args.memory
+    if args.seconds <= 0 or args.reps < 1 or min(args.num_envs) < 1:
+        p.error("--seconds must be > 0, --reps >= 1 and every --num-envs >= 1")
+    if args.warmup is None:
+        args.warmup = min(0.5, args.seconds / 4)
+    unknown = [pat for pat in args.contenders if not select(CONTENDERS, [pat])]
+    if unknown:
+        p.error(f"unknown contender(s) {', '.join(unknown)}; contenders are: {', '.join(c.key for c in CONTENDERS)}")
+    args.chosen = select(CONTENDERS, args.contenders)
+    return args
+
+
+def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
+    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's is shorter)."""
+    given = args.sizes_given or not is_atari(env_id)
+    return sorted(set(args.num_envs if given else ATARI_NUM_ENVS))
+
+
+def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every chosen contender on every env and num_envs (and its memory): {env_id: {"grid", "memory"}}."""
+    from tqdm import tqdm
+
+    total = sum(len(sizes_of(args, e)) for e in args.envs) * len(args.chosen) * args.reps
+    results: dict[str, dict[str, Any]] = {}
+    with tqdm(total=total, desc="fastvec bench", unit="run", file=sys.stderr) as progress:
+        for env_id in args.envs:
+            sizes = sizes_of(args, env_id)
+            grid: dict[int, dict[str, Cell]] = {}
+            for n in sizes:
+                progress.set_postfix_str(f"{env_id} num_envs={n}")
+                grid[n] = measure.run_grid(
+                    args.chosen,
+                    env_id,
+                    n,
+                    seconds=args.seconds,
+                    reps=args.reps,
+                    warmup=args.warmup,
+                    max_processes=args.max_processes,
+                    progress=progress,
+                )
+            memory: dict[str, tuple[float | None, str]] = {}
+            if args.memory:
+                for c in args.chosen:
+                    if not any(grid[n][c.key].steps_per_s for n in sizes):
+                        continue  # it could not run this env at all
+                    progress.set_postfix_str(f"{env_id} memory of {c.key}")
+                    memory[c.key] = peak_memory(c, env_id, MEMORY_NUM_ENVS, args.max_processes)
+            results[env_id] = {"grid": grid, "memory": memory}
+    return results
+
+
+def env_report(
+    args: argparse.Namespace, env_id: str, grid: dict[int, dict[str, Cell]], memory: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """One env's section of results.md (with its plot written to args.out) and of results.json."""
+    sizes = sorted(grid)
+    frames = ATARI["frame_skip"] if is_atari(env_id) else 1
+    lines = [f"## {env_id}", ""]
+    if not any(cell.steps_per_s for cells in grid.values() for cell in cells.values()):
+        statuses = sorted({cell.status for cells in grid.values() for cell in cells.values()})
+        lines += [f"No contender ran {env_id}: {'; '.join(statuses)}.", ""]
+        return lines, {
+            "results": {str(n): {k: {"status": c.status} for k, c in cells.items()} for n, cells in grid.items()}
+        }
+    if is_atari(env_id):
+        lines += [
+            f"Atari: frames/s = {frames} x steps/s (frame skip {frames}); same settings on every "
+            "contender: sticky actions 0.25, noop starts up to 30, 84x84 grayscale, 4 frames.",
+            "",
+        ]
+    lines.append(report.markdown_table(args.chosen, sizes, grid, memory, MEMORY_NUM_ENVS))
+    lines += ["", report.ratio_table(args.chosen, sizes, grid), ""]
+    png = os.path.join(args.out, f"{env_id}.png")
+    if report.plot(png, env_id, args.chosen, sizes, grid):
+        lines += [f"plot: {png}", ""]
+    else:
+        lines += ["plot: matplotlib is not installed (pip install 'fastvec[bench]')", ""]
+    return lines, {
+        "results": {str(n): {k: report.cell_doc(c, frames) for k, c in cells.items()} for n, cells in grid.items()},
+        "peak_memory_mib": {k: {"num_envs": MEMORY_NUM_ENVS, "mib": m, "status": st} for k, (m, st) in memory.items()},
+        "ratio_to_sb3_subproc": report.ratios_to_sb3(grid),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Gymnasium and EnvPool warn about float64 box bounds and the like on every construction.
+    warnings.filterwarnings("ignore")
+    import_packages(args.chosen)
+
+    command = "fastvec bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    here = {
+        **machine.describe(),
+        "versions": machine.versions(),
+        "fastvec_source": machine.source_state(os.path.dirname(os.path.abspath(__file__))),
+    }
+    monitor = machine.LoadMonitor()
+    if monitor.share_before is not None and monitor.share_before > BUSY_OTHER_SHARE:
+        print(
+            f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
+            file=sys.stderr,
+        )
+    t0 = time.perf_counter()
+    results = run(args)
+    elapsed = time.perf_counter() - t0
+    load = monitor.finish()
+
+    os.makedirs(args.out, exist_ok=True)
+    lines = [
+        f"# fastvec bench: env steps/s, median [min-max] of {args.reps} x {args.seconds:g} s",
+        "",
+        f"command: `{command}`",
+        "",
+    ]
+    doc: dict[str, Any] = {
+        "command": command,
+        "seconds": args.seconds,
+        "reps": args.reps,
+        "machine": here,
+        "load": load,
+        "wall_seconds": elapsed,
+        "envs": {},
+    }
+    for env_id, res in results.items():
+        section, doc["envs"][env_id] = env_report(args, env_id, res["grid"], res["memory"])
+        lines += section
+    busy = sorted({f"{env_id}:{k}@{n}" for env_id, res in results.items() for n, k in report.disturbed(res["grid"])})
+    if busy:
+        load["busy"] = True
+        load["busy_reasons"].append(f"{len(busy)} cell(s) measured while other processes were busy")
+    lines += [
+        f"'(busy)': other processes took over {BUSY_OTHER_SHARE:.0%} of the CPUs during a repetition. "
+        "Process-per-env contenders fork their workers (SB3 with start_method='fork').",
+        report.machine_line(here),
+        f"versions: {report.versions_text(here['versions'])}; checkout: {here['fastvec_source']}",
+        report.load_line(load),
+        f"wall time: {elapsed:.0f} s",
+    ]
+    if load["busy"]:
+        lines.append("WARNING: BUSY MACHINE, results are not trustworthy: " + "; ".join(load["busy_reasons"]))
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(text, end="")
+        print(f"written: {os.path.join(args.out, 'results.md')}, results.json and the plots", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

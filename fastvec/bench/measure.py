@@ -1,0 +1,196 @@
+"""How a runner is timed and how its memory is taken: warm-up and chunked timing, interleaved repetitions
+over several contenders at one num_envs, and a memory probe in a fresh interpreter."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fastvec.bench.machine import BUSY_OTHER_SHARE, CpuShare, tree_memory
+
+if TYPE_CHECKING:
+    from fastvec.bench.runners import Contender, Runner
+
+CHUNK_SECONDS = 0.01  # the timer is read once per chunk of calls, not per call
+
+
+class NotAvailable(Exception):
+    """The contender cannot run this env (shown in the table as the message)."""
+
+
+def calibrate(runner: Runner, warmup_seconds: float) -> int:
+    """Warms the runner up and returns a chunk size whose calls take about CHUNK_SECONDS."""
+    chunk, per_call = 1, 0.0
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        runner.run(chunk)
+        t1 = time.perf_counter()
+        per_call = (t1 - t0) / chunk
+        if t1 - start >= warmup_seconds and t1 - t0 >= CHUNK_SECONDS / 2:
+            break
+        if t1 - t0 < CHUNK_SECONDS:
+            chunk *= 2
+    return max(1, int(CHUNK_SECONDS / max(per_call, 1e-9)))
+
+
+def measure(runner: Runner, chunk: int, seconds: float) -> dict[str, Any]:
+    """Steps in chunks of ``chunk`` calls for ``seconds``: steps/s, µs per call, other processes' CPU share."""
+    runner.run(chunk)  # re-warm caches after the other contenders ran
+    share = CpuShare()
+    steps = calls = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        steps += runner.run(chunk)
+        calls += chunk
+        now = time.perf_counter()
+        if now >= deadline:
+            break
+    elapsed = now - start
+    return {"steps_per_s": steps / elapsed, "us_per_call": elapsed / calls * 1e6, "other_cpu": share.other()}
+
+
+@dataclass
+class Cell:
+    """The repetitions of one contender at one num_envs."""
+
+    status: str = "ok"  # "ok", or why there is no number
+    steps_per_s: list[float] = field(default_factory=list)
+    us_per_call: list[float] = field(default_factory=list)
+    other_cpu: list[float | None] = field(default_factory=list)  # other processes' CPU share, per rep
+    construct_seconds: float | None = None  # construction, reset and warm-up, when it ran
+
+    @property
+    def disturbed(self) -> bool:
+        return any(x is not None and x > BUSY_OTHER_SHARE for x in self.other_cpu)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.steps_per_s) if self.steps_per_s else None
+
+    def add(self, m: dict[str, Any]) -> None:
+        """Records one measurement (:func:`measure`'s dict)."""
+        self.steps_per_s.append(m["steps_per_s"])
+        self.us_per_call.append(m["us_per_call"])
+        self.other_cpu.append(m["other_cpu"])
+
+
+def interleaved(keys: list[str], reps: int) -> Iterator[tuple[int, str]]:
+    """(repetition, key) for ``reps`` repetitions of every key, A B C, B C A, ...: the order rotates
+    each repetition so that no contender always runs right after the same one."""
+    for rep in range(reps):
+        shift = rep % max(1, len(keys))
+        for key in keys[shift:] + keys[:shift]:
+            yield rep, key
+
+
+def run_grid(
+    contenders: list[Contender],
+    env_id: str,
+    num_envs: int,
+    *,
+    seconds: float,
+    reps: int,
+    warmup: float,
+    max_processes: int | None = None,
+    progress: Any = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Cell]:
+    """Measures every contender at one num_envs, interleaved over ``reps`` repetitions of ``seconds``.
+
+    Each is constructed and reset once, then warmed up for ``warmup`` seconds; one that cannot run gets a
+    Cell whose status says why. ``progress`` (a tqdm bar) counts repetitions; ``log`` gets a line when a
+    contender is constructed and when a repetition starts.
+    """
+    cells = {c.key: Cell() for c in contenders}
+    runners: dict[str, Runner] = {}
+
+    def failed(c: Contender, e: Exception) -> None:
+        cells[c.key].status = f"failed: {type(e).__name__}: {e}"[:80]
+        print(f"  {c.key} {env_id} num_envs={num_envs} failed to start: {e!r}", file=sys.stderr)
+
+    # Process-based contenders fork first, before this round's thread pools exist.
+    for c in sorted(contenders, key=lambda c: not c.uses_processes):
+        reason = c.skip_reason(num_envs, max_processes)
+        if reason is None:
+            if log is not None:
+                log(f"constructing {c.key}")
+            t0 = time.perf_counter()
+            try:
+                runners[c.key] = c.make(env_id, num_envs)
+                cells[c.key].construct_seconds = time.perf_counter() - t0
+            except NotAvailable as e:
+                reason = str(e)
+            except Exception as e:
+                failed(c, e)
+        if reason is not None:
+            cells[c.key].status = reason
+        if c.key not in runners and progress is not None:
+            progress.update(reps)
+    for key, runner in list(runners.items()):
+        t0 = time.perf_counter()
+        try:
+            runner.warm_up(warmup)
+        except Exception as e:
+            failed(next(c for c in contenders if c.key == key), e)
+            cells[key].construct_seconds = None
+            runners.pop(key).close()
+            if progress is not None:
+                progress.update(reps)
+            continue
+        cells[key].construct_seconds = (cells[key].construct_seconds or 0.0) + time.perf_counter() - t0
+    order = [c.key for c in contenders if c.key in runners]
+    try:
+        for rep, key in interleaved(order, reps):
+            if log is not None and key == order[rep % len(order)]:
+                log(f"repetition {rep + 1}/{reps}")
+            cells[key].add(runners[key].timed(seconds))
+            if progress is not None:
+                progress.update(1)
+    finally:
+        for runner in runners.values():
+            runner.close()
+        runners.clear()
+        gc.collect()
+    return cells
+
+
+# -- memory --------------------------------------------------------------------
+
+
+def memory_probe(make: Callable[[], Runner], seconds: float) -> None:
+    """The fresh interpreter's side of :func:`memory_in_fresh_interpreter`: builds one runner, steps it for
+    ``seconds`` (its warm-up), prints the memory of every process it runs as one JSON line."""
+    warnings.filterwarnings("ignore")
+    before = tree_memory(os.getpid())
+    runner = make()
+    runner.warm_up(seconds)
+    print(json.dumps({**tree_memory(os.getpid()), "interpreter_rss_mib": before["rss_mib"]}))
+    runner.close()
+
+
+def memory_in_fresh_interpreter(args: list[str], timeout: float) -> dict[str, Any]:
+    """Runs ``python args...`` (which calls :func:`memory_probe`) and returns what it printed, with
+    ``status`` "ok"; else ``status`` "timed out" or "failed" and ``error``, the last line of its stderr."""
+    try:
+        # Not in the caller's directory: `python -c` imports from there first, and in a source checkout
+        # (where the README runs the bench) that is fastvec's source tree, without its built extension.
+        out = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=tempfile.gettempdir()
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "timed out"}
+    if out.returncode != 0:
+        return {"status": "failed", "error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}

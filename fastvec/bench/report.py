@@ -1,0 +1,210 @@
+"""What a benchmark prints and writes: markdown tables, ratios between contenders, JSON, plots, and the
+lines that say which machine and load the numbers come from."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastvec.bench.measure import Cell
+
+if TYPE_CHECKING:
+    from fastvec.bench.runners import Contender
+
+ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
+
+
+def si(x: float) -> str:
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def format_cell(cell: Cell) -> str:
+    if not cell.steps_per_s:
+        return cell.status
+    v = cell.steps_per_s
+    mark = " (busy)" if cell.disturbed else ""
+    if len(v) == 1:
+        return si(v[0]) + mark
+    return f"{si(statistics.median(v))} [{si(min(v))}-{si(max(v))}]{mark}"
+
+
+def markdown_table(
+    contenders: list[Contender],
+    sizes: list[int],
+    grid: dict[int, dict[str, Cell]],
+    memory: dict[str, tuple[float | None, str]] | None = None,
+    memory_envs: int | None = None,
+) -> str:
+    """One row per contender, one column per num_envs; and peak memory at ``memory_envs`` when given."""
+    mem_head = f" peak memory @{memory_envs} envs |" if memory else ""
+    head = "| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |" + mem_head
+    rule = "|---|" + "---:|" * len(sizes) + ("---:|" if memory else "")
+    rows = [head, rule]
+    for c in contenders:
+        row = f"| {c.label} | " + " | ".join(format_cell(grid[n][c.key]) for n in sizes) + " |"
+        if memory:
+            mib, status = memory.get(c.key, (None, "-"))
+            row += f" {mib:.0f} MiB |" if mib is not None else f" {status} |"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def ratios_to_sb3(grid: dict[int, dict[str, Cell]]) -> dict[str, dict[str, float]]:
+    """Median steps/s of each contender over SB3 SubprocVecEnv's, per num_envs where both ran."""
+    out: dict[str, dict[str, float]] = {}
+    for n, cells in grid.items():
+        base = cells.get("sb3-subproc")
+        if base is None or not base.median:
+            continue
+        for key, cell in cells.items():
+            if cell.median:
+                out.setdefault(key, {})[str(n)] = cell.median / base.median
+    return out
+
+
+def _times(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
+def ratio_table(contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> str:
+    r = ratios_to_sb3(grid)
+    if not r:
+        return "Ratio to SB3 SubprocVecEnv: n/a (SubprocVecEnv did not run)."
+    head = "| x SB3 SubprocVecEnv | " + " | ".join(f"num_envs={n}" for n in sizes) + " |"
+    rows = [head, "|---|" + "---:|" * len(sizes)]
+    for c in contenders:
+        if c.key in r:
+            rows.append(
+                f"| {c.label} | "
+                + " | ".join(_times(r[c.key][str(n)]) if str(n) in r[c.key] else "-" for n in sizes)
+                + " |"
+            )
+    return "\n".join(rows)
+
+
+def spread(a: Cell, b: Cell) -> tuple[float, float, float]:
+    """a over b: median over median, and the worst and best case (min over max, max over min)."""
+    return a.median / b.median, min(a.steps_per_s) / max(b.steps_per_s), max(a.steps_per_s) / min(b.steps_per_s)
+
+
+@dataclass
+class Ratio:
+    name: str
+    target: str
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    met: bool | None = None
+    note: str = ""
+
+
+def best_of(grid: dict[str, Cell], keys: list[str]) -> tuple[str, Cell] | None:
+    """The key among ``keys`` whose cell has the highest median, and that cell (None if none ran)."""
+    measured = [(k, grid[k]) for k in keys if k in grid and grid[k].steps_per_s]
+    return max(measured, key=lambda kc: kc[1].median or 0.0) if measured else None
+
+
+def ratio(name: str, target: float, grid: dict[int, dict[str, Cell]], num_envs: int, other_keys: list[str]) -> Ratio:
+    r = Ratio(name, f">= {target:g}x")
+    cells = grid.get(num_envs)
+    if cells is None:
+        r.note = f"num_envs={num_envs} not measured"
+        return r
+    fv = cells.get("fastvec")
+    other = best_of(cells, other_keys)
+    if fv is None or not fv.steps_per_s:
+        r.note = "fastvec: " + (fv.status if fv else "not selected")
+        return r
+    if other is None:
+        statuses = {cells[k].status for k in other_keys if k in cells}
+        r.note = "other side: " + (", ".join(sorted(statuses)) or "not selected")
+        return r
+    key, oc = other
+    r.value, r.low, r.high = spread(fv, oc)
+    r.met = r.value >= target
+    r.note = f"fastvec sync (default threads) vs {key}"
+    return r
+
+
+def round_trip(grid1: dict[str, Cell]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ROUND_TRIP_KEYS:
+        cell = grid1.get(key)
+        if cell is None:
+            continue
+        if cell.us_per_call:
+            us = cell.us_per_call
+            out[key] = {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us)}
+        else:
+            out[key] = {"status": cell.status}
+    return out
+
+
+def disturbed(grid: dict[int, dict[str, Cell]]) -> list[tuple[int, str]]:
+    """(num_envs, key) of every cell measured while other processes were busy."""
+    return [(n, k) for n, cells in grid.items() for k, c in cells.items() if c.disturbed]
+
+
+def cell_doc(cell: Cell, frame_skip: float | None = None) -> dict[str, Any]:
+    """One cell as JSON; with ``frame_skip``, also its median in frames/s."""
+    doc: dict[str, Any] = {"status": cell.status, "median_steps_per_s": cell.median}
+    if frame_skip is not None:
+        doc["median_frames_per_s"] = cell.median * frame_skip if cell.median else None
+    doc.update(steps_per_s=cell.steps_per_s, us_per_call=cell.us_per_call, other_cpu_share=cell.other_cpu)
+    return doc
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    """The line "machine: CPU, N cores (M usable), platform", from :func:`fastvec.bench.machine.describe`."""
+    return (
+        f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable), {machine['platform']}"
+    )
+
+
+def versions_text(versions: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in versions.items())
+
+
+def load_line(load: dict[str, Any]) -> str:
+    """The load averages of :meth:`fastvec.bench.machine.LoadMonitor.finish`, before and after."""
+    return (
+        "load average before: "
+        + " ".join(f"{x:.2f}" for x in load["load_before"])
+        + "; after: "
+        + " ".join(f"{x:.2f}" for x in load["load_after"])
+    )
+
+
+def plot(
+    path: str, env_id: str, contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]
+) -> bool:
+    """steps/s against num_envs per contender, log-log. False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for c in contenders:
+        xs = [n for n in sizes if grid[n][c.key].median]
+        if xs:
+            ax.plot(xs, [grid[n][c.key].median for n in xs], marker="o", label=c.label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("num_envs")
+    ax.set_ylabel("env steps / s (median)")
+    ax.set_title(f"{env_id}: throughput")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
