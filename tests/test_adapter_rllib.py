@@ -9,25 +9,41 @@ import numpy as np
 import pytest
 
 import fastvec
+from fastvec.adapters.rllib import configure
 
-ray = pytest.importorskip("ray")
-pytest.importorskip("ray.rllib")
-pytest.importorskip("torch")
-from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
-from ray.tune.registry import ENV_CREATOR, _global_registry  # noqa: E402
-
-from fastvec.adapters.rllib import configure  # noqa: E402
-
-# Every EnvRunner built in this process (num_env_runners=0) registers RLlib's gymnasium id again.
+# RLlib is imported when these tests run, not when the module is collected: the CI passes
+# that deselect them (-m "not rllib") run numpy 1.26, where the pyarrow RLlib imports fails.
 pytestmark = [
     pytest.mark.rllib,
     pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning"),
 ]
 
 
-def ppo_config(num_env_runners: int) -> PPOConfig:
+@pytest.fixture(scope="module", autouse=True)
+def ray():
+    pytest.importorskip("ray.rllib")
+    pytest.importorskip("torch")
+    import ray
+
+    return ray
+
+
+def creator(name: str):
+    """The env creator RLlib's registry holds under `name`."""
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    return _global_registry.get(ENV_CREATOR, name)
+
+
+def bare_ppo_config():
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    return PPOConfig()
+
+
+def ppo_config(num_env_runners: int):
     return (
-        PPOConfig()
+        bare_ppo_config()
         .framework("torch")
         .debugging(seed=0)
         .training(lr=1e-3, train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=6, gamma=0.99)
@@ -40,6 +56,8 @@ def runner_facts(algo):
     """What each EnvRunner steps: its env's class, num_envs, node and first observations."""
 
     def facts(runner):
+        import ray
+
         env = runner.env.unwrapped
         obs, _ = env.reset(seed=runner.config.seed + runner.worker_index)
         return {
@@ -75,15 +93,15 @@ def train(config, iterations: int) -> tuple[list[float], list[dict]]:
 def test_rllib_env_registers_a_creator_that_needs_num_envs():
     name = fastvec.rllib_env("CartPole-v1")
     assert name == "fastvec-CartPole-v1" and ":" not in name
-    creator = _global_registry.get(ENV_CREATOR, name)
-    env = creator({"num_envs": 4})
+    make_env = creator(name)
+    env = make_env({"num_envs": 4})
     assert isinstance(env, fastvec.VectorEnv) and env.num_envs == 4
     assert env.autoreset_mode.value == "NextStep"
     env.close()
     with pytest.raises(ValueError, match="vector_entry_point"):
-        creator({})
+        make_env({})
     other = fastvec.rllib_env("CartPole-v1", max_episode_steps=100)
-    assert other != name and _global_registry.get(ENV_CREATOR, other)({"num_envs": 1}).max_episode_steps == 100
+    assert other != name and creator(other)({"num_envs": 1}).max_episode_steps == 100
     with pytest.raises(ValueError, match="num_envs"):
         fastvec.rllib_env("CartPole-v1", num_envs=3)
     with pytest.raises(ValueError, match="unknown env_id"):
@@ -91,12 +109,12 @@ def test_rllib_env_registers_a_creator_that_needs_num_envs():
 
 
 def test_configure_sets_everything_in_one_call():
-    config = configure(PPOConfig(), "CartPole-v1", num_envs=16, num_threads=2)
+    config = configure(bare_ppo_config(), "CartPole-v1", num_envs=16, num_threads=2)
     assert config.env == "fastvec-CartPole-v1-" + config.env.rsplit("-", 1)[1]
     assert config.num_envs_per_env_runner == 16
     assert config.gym_env_vectorize_mode == "vector_entry_point"
     assert config.num_cpus_per_env_runner == 2
-    env = _global_registry.get(ENV_CREATOR, config.env)({"num_envs": 16})
+    env = creator(config.env)({"num_envs": 16})
     assert env.num_threads == 2
 
 
@@ -112,7 +130,7 @@ def outside_checkout(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def local_ray(outside_checkout):
+def local_ray(outside_checkout, ray):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
@@ -130,7 +148,7 @@ def test_ppo_trains_on_fastvec_envs(local_ray, num_env_runners):
         assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
 
 
-def test_ppo_on_a_two_node_cluster(outside_checkout):
+def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
     """Two nodes of one CPU each: one EnvRunner (and one fastvec pool) lands on each."""
     from ray.cluster_utils import Cluster
 
@@ -162,7 +180,7 @@ def test_rllib_env_takes_what_fastvec_make_takes():
     for env_id in ("FrozenLake-v1", lambda: gym.make("FrozenLake-v1")):
         name = fastvec.rllib_env(env_id, num_threads=1)
         assert ":" not in name
-        env = _global_registry.get(ENV_CREATOR, name)({"num_envs": 2})
+        env = creator(name)({"num_envs": 2})
         try:
             assert isinstance(env, PyVectorEnv) and env.num_envs == 2
             assert env.reset(seed=0)[0].shape == (2,)
@@ -171,7 +189,7 @@ def test_rllib_env_takes_what_fastvec_make_takes():
     with pytest.raises(TypeError, match="callable"):
         fastvec.rllib_env([lambda: gym.make("FrozenLake-v1")] * 2)
 
-    env = _global_registry.get(ENV_CREATOR, fastvec.rllib_env("Pong-v5"))({"num_envs": 2})
+    env = creator(fastvec.rllib_env("Pong-v5"))({"num_envs": 2})
     assert env.single_observation_space == gym.spaces.Box(-1.0, 1.0, (84, 84, 4), np.float32)
     obs, _ = env.reset(seed=0)
     frames, _ = env.unwrapped.reset(seed=0)
@@ -179,16 +197,16 @@ def test_rllib_env_takes_what_fastvec_make_takes():
     np.testing.assert_array_equal(obs, frames.astype(np.float32) / 128 - 1)
     assert env.step(np.zeros(2, np.int64))[0].dtype == np.float32
     env.close()
-    raw = _global_registry.get(ENV_CREATOR, fastvec.rllib_env("Pong-v5", normalize_images=False))({"num_envs": 1})
+    raw = creator(fastvec.rllib_env("Pong-v5", normalize_images=False))({"num_envs": 1})
     assert raw.single_observation_space.dtype == np.uint8 and raw.single_observation_space.shape == (84, 84, 4)
     raw.close()
 
 
-def test_ppo_trains_on_pong_frames(outside_checkout):
+def test_ppo_trains_on_pong_frames(outside_checkout, ray):
     """PPO with RLlib's default CNN on fastvec's Pong, local EnvRunner: one training iteration
     samples from the fastvec pool and changes the weights."""
     config = (
-        PPOConfig()
+        bare_ppo_config()
         .framework("torch")
         .debugging(seed=0)
         .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
