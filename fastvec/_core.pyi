@@ -1,6 +1,7 @@
 """Type stub for fastvec's native module (private: use fastvec.make)."""
 
-from typing import Any, Final, final
+from collections.abc import Mapping, Sequence
+from typing import Any, final
 
 import numpy as np
 
@@ -11,26 +12,10 @@ atari_kernels: str  # only when has_atari: "avx512" or "portable"
 class EnvError(RuntimeError): ...
 
 @final
-class Result(tuple[Any, ...]):
-    """A batch of results (a struct sequence): what both pools' recv() and step() return."""
+class Result:
+    """A batch of results, one read-only attribute per field: what both pools' recv() and step() return."""
 
-    __match_args__: Final = (
-        "obs",
-        "reward",
-        "terminated",
-        "truncated",
-        "env_id",
-        "ended",
-        "episode_return",
-        "episode_length",
-        "final_obs",
-        "info",
-        "final_info",
-    )
-    n_fields: int
-    n_sequence_fields: int
-    n_unnamed_fields: int
-    def __new__(cls, sequence: tuple[Any, ...] | list[Any]) -> Result: ...
+    def __new__(cls, fields: Sequence[Any]) -> Result: ...
     @property
     def obs(self) -> Any: ...  # an array, or a dict/tuple of arrays for composite spaces
     @property
@@ -50,7 +35,7 @@ class Result(tuple[Any, ...]):
     @property
     def final_obs(self) -> Any: ...
     @property
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> Mapping[str, Any]: ...  # read-only and shared when the env has no info values
     @property
     def final_info(self) -> dict[str, Any] | None: ...
 

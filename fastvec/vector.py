@@ -11,7 +11,7 @@ rules of ``step``, and the info dict gymnasium's vector envs build.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
@@ -314,7 +314,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if self.num_envs % self.batch_size:
             batches.append(self._pool.recv_rest())
         if len(batches) == 1:
-            return batches[0].obs, {"env_id": batches[0].env_id, **batches[0].info}
+            return batches[0].obs, _info(batches[0])
         env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
         obs = _rows(
@@ -414,7 +414,7 @@ class VectorEnv(gym.vector.VectorEnv):
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, len(ids)) if seed is not None else []
         r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
-        info = {"env_id": r.env_id, **r.info}
+        info = _info(r)
         if reset_mask is not None:
             return r.obs, info
         # The rows of ids, in their order (a backend may have returned every env's row).
@@ -424,7 +424,9 @@ class VectorEnv(gym.vector.VectorEnv):
         return _rows(self.single_observation_space, r.obs, pick), {k: v[pick] for k, v in info.items()}
 
     def _result(self, r: _core.Result) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        info: dict[str, Any] = {"env_id": r.env_id, **r.info}
+        info: dict[str, Any] = {"env_id": r.env_id}  # _info(r), inlined: this runs at every step
+        if r.info:
+            info.update(r.info)
         if r.ended is not None:
             done = r.ended
             stats = {
@@ -445,7 +447,15 @@ class VectorEnv(gym.vector.VectorEnv):
         return r.obs, r.reward, r.terminated, r.truncated, info
 
 
-def _merge_infos(infos: list[dict[str, Any]], sizes: list[int], order: np.ndarray) -> dict[str, Any]:
+def _info(r: _core.Result) -> dict[str, Any]:
+    """A batch's info dict: its env ids and the envs' own values (often none: a shared, empty mapping)."""
+    info: dict[str, Any] = {"env_id": r.env_id}
+    if r.info:
+        info.update(r.info)
+    return info
+
+
+def _merge_infos(infos: Sequence[Mapping[str, Any]], sizes: list[int], order: np.ndarray) -> dict[str, Any]:
     """Info dicts of consecutive batches as one, rows permuted by ``order`` (a key missing in a batch: masked off)."""
     out: dict[str, Any] = {}
     for key in dict.fromkeys(k for info in infos for k in info):

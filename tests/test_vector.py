@@ -127,3 +127,45 @@ def test_box_actions_get_the_same_words():
         same_error({b: lambda e=e, x=actions: e.step(x) for b, e in envs.items()}, error, match)
     for env in envs.values():
         env.close()
+
+
+# -- the result type across the boundary ----------------------------------------
+
+FIELDS = "obs reward terminated truncated env_id ended episode_return episode_length final_obs info final_info".split()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_both_backends_return_one_named_result_type(backend):
+    import gc
+    import sys
+
+    from fastvec import _core
+
+    env = fastvec.make("CartPole-v1", 4, backend=backend, seed=0)
+    try:
+        env.reset()
+        r = env._pool.step(np.zeros(4, np.int64))
+        assert type(r) is _core.Result
+        assert r.obs.shape == (4, 4) and r.env_id.tolist() == [0, 1, 2, 3] and r.ended is None
+        assert not r.info  # CartPole has no info values of its own
+        with pytest.raises(AttributeError):
+            r.obs = None
+        obs = r.obs
+        refs = sys.getrefcount(obs)
+        del r
+        gc.collect()
+        assert sys.getrefcount(obs) == refs - 1  # the result held one reference to each field, now released
+    finally:
+        env.close()
+
+
+def test_result_is_made_from_its_fields_in_order():
+    from fastvec import _core
+
+    r = _core.Result(range(len(FIELDS)))
+    assert [getattr(r, name) for name in FIELDS] == list(range(len(FIELDS)))
+    assert repr(r).startswith("Result(obs=0, reward=1,") and repr(r).endswith("final_info=10)")
+    with pytest.raises(ValueError, match="Result\\(fields\\) takes 11 fields"):
+        _core.Result((1, 2))
+    with pytest.raises(TypeError, match="fields must be a sequence"):
+        _core.Result(3)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "core/simd.hpp"
 #include "env_registry.hpp"
+#include "result_type.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
 #endif
@@ -83,29 +85,6 @@ auto without_gil(F&& f) -> std::invoke_result_t<F&> {
     throw;
   }
 }
-
-// -- the result type -----------------------------------------------------------
-//
-// What recv()/step() return to fastvec.VectorEnv, named field by field: a
-// struct sequence (as os.stat_result), which costs what a tuple costs. The
-// Python-env pool returns the same type (fastvec._core.Result(sequence)).
-
-PyStructSequence_Field kResultFields[] = {
-    {"obs", "observations, a row per env of the batch"},
-    {"reward", "float32 rewards"},
-    {"terminated", "bool"},
-    {"truncated", "bool"},
-    {"env_id", "int32: the env of each row"},
-    {"ended", "bool mask of the rows whose episode ended, or None when none did"},
-    {"episode_return", "float64: the ended episodes' returns (0 in other rows), or None"},
-    {"episode_length", "int32: the ended episodes' lengths (0 in other rows), or None"},
-    {"final_obs", "same-step autoreset: the ended episodes' last observations, batched as obs, or None"},
-    {"info", "the envs' own info values, batched as gymnasium's vector envs batch them (a dict)"},
-    {"final_info", "same-step autoreset: the envs' own info values of the steps that ended episodes, or None"},
-    {nullptr, nullptr}};
-PyStructSequence_Desc kResultDesc = {"fastvec._core.Result", "A batch of results from a pool (private).",
-                                     kResultFields, 11};
-PyTypeObject* result_type = nullptr;  // made at module import
 
 // The pools this thread is inside a call of. A Python signal handler runs
 // inside a pool's blocking wait (its interrupt check), on the waiting
@@ -490,8 +469,13 @@ class NativePool {
       }
     };
     py::object none = py::none();
-    py::dict info;
-    columns(b->info(0), info, none);
+    // Envs without info values (most) share one empty, read-only mapping: no dict per step.
+    py::object info = no_info_;
+    if (k > 0) {
+      py::dict values;
+      columns(b->info(0), values, none);
+      info = values;
+    }
     py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
     if (b->num_ended.load(std::memory_order_relaxed) > 0) {
       ended = vec(b->ended());
@@ -507,9 +491,11 @@ class NativePool {
     py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner), vec(b->reward()),
                           vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), ended, ep_return, ep_length,
                           final_obs, info, final_info};
-    PyObject* r = PyStructSequence_New(result_type);
+    static_assert(std::size(items) == kNumResultFields);
+    PyObject* fields[kNumResultFields];
+    for (int i = 0; i < kNumResultFields; ++i) fields[i] = items[i].release().ptr();
+    PyObject* r = new_result(fields);
     if (r == nullptr) throw py::error_already_set();
-    for (Py_ssize_t i = 0; i < 11; ++i) PyStructSequence_SetItem(r, i, items[i].release().ptr());
     return py::reinterpret_steal<py::object>(r);
   }
 
@@ -519,6 +505,7 @@ class NativePool {
   py::dtype obs_dtype_;
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
+  py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
 };
 
 }  // namespace
@@ -528,8 +515,7 @@ PYBIND11_MODULE(_core, m) {
   using fastvec::bindings::NativePool;
   m.doc() = "fastvec's native pool (private; use fastvec.make)";
   m.attr("ale_py_version") = FASTVEC_ALE_PY_VERSION;
-  fastvec::bindings::result_type = PyStructSequence_NewType(&fastvec::bindings::kResultDesc);
-  if (fastvec::bindings::result_type == nullptr) throw py::error_already_set();
+  if (fastvec::bindings::make_result_type() == nullptr) throw py::error_already_set();
   m.attr("Result") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(fastvec::bindings::result_type));
   fastvec::bindings::register_classic_control();
 #ifdef FASTVEC_WITH_ATARI
