@@ -53,11 +53,15 @@ def _is_int_array_0d(value: Any) -> bool:
 
 
 def autoreset_mode_name(mode: str | AutoresetMode) -> str:
-    """'next_step', 'same_step' or 'disabled', from that name or gymnasium's enum."""
+    """'next_step', 'same_step' or 'disabled', from that name, gymnasium's enum or its value ('NextStep', ...)."""
+    names = {m: name for name, m in MODES.items()}
     if isinstance(mode, AutoresetMode):
-        return {m: name for name, m in MODES.items()}[mode]
+        return names[mode]
+    if isinstance(mode, str) and mode in {m.value for m in AutoresetMode}:
+        return names[AutoresetMode(mode)]
     if mode not in MODES:
-        raise ValueError(f"autoreset_mode must be one of {sorted(MODES)}, got {mode!r}")
+        values = sorted(m.value for m in AutoresetMode)
+        raise ValueError(f"autoreset_mode must be one of {sorted(MODES)} (or gymnasium's {values}), got {mode!r}")
     return mode
 
 
@@ -75,7 +79,7 @@ def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any]:
     return reset_mask, ids
 
 
-def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int, seed: Any) -> np.ndarray | None:
+def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int) -> np.ndarray | None:
     """Checks a partial reset's arguments; returns the env ids a reset_mask selects (int32), or None
     when the reset names env ids instead (the caller checks those)."""
     if batch_size != num_envs:
@@ -89,8 +93,6 @@ def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int, seed: Any
         if not reset_mask.any():
             raise ValueError("options['reset_mask'] must contain at least one True value")
         ids = np.flatnonzero(reset_mask).astype(np.int32)
-    if is_int_seed(seed):
-        raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
     return ids
 
 

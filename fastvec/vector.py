@@ -72,9 +72,6 @@ class Backend(Protocol):
         """Resets the envs in ``env_id`` of a sync pool and waits; rows of at least those envs, or every env's
         in env order (``all_rows``; the others report their observation only)."""
 
-    def reseed(self, seed: int) -> None:
-        """Seeds every env's next reset from one int."""
-
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
 
@@ -92,6 +89,7 @@ def make(
     max_episode_steps: int | None = None,
     block_size: int | None = None,
     backend: str = "auto",
+    episode_stats: bool = False,
     **env_kwargs: Any,
 ) -> VectorEnv:
     """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool (or, for a callable,
@@ -106,10 +104,21 @@ def make(
     ``batch_size < num_envs`` makes the pool asynchronous: ``async_reset()``,
     then ``recv()`` returns the first ``batch_size`` envs to finish and
     ``send(actions, info["env_id"])`` steps exactly those.
+
+    ``seed`` seeds each env's first reset as ``reset(seed=seed)`` would (env ``i`` with ``seed + i``).
+    ``episode_stats=True`` adds each ended episode's return and length to ``info`` (the adapters turn it on).
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
     mode = autoreset_mode_name(autoreset_mode)
+    if not isinstance(episode_stats, bool):
+        raise TypeError(f"episode_stats must be a bool, got {type(episode_stats).__name__}")
+    if seed is not None:
+        seed = check_seed("seed", seed)
+        n = num_envs if isinstance(num_envs, int) else 1
+        if num_envs is None and isinstance(env_id, Sequence) and not isinstance(env_id, str):
+            n = len(env_id)  # one env per constructor
+        _check_seed_range(seed, n)
     if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not _is_native(env_id)):
         if block_size is not None:
             raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
@@ -127,12 +136,13 @@ def make(
                 env_id,
                 num_envs,
                 batch_size=batch_size,
-                seed=seed,
                 autoreset_mode=mode,
                 max_episode_steps=max_episode_steps,
                 **env_kwargs,
             ),
             MODES[mode],
+            seed=seed,
+            episode_stats=episode_stats,
         )
     entry = lookup(env_id)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
@@ -155,8 +165,6 @@ def make(
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     options = _env_options(entry, env_kwargs)
     string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
-    seeded = seed is not None
-    seed = check_seed("seed", seed) if seeded else secrets.randbits(64)
     native = _core.Pool(
         entry.native,
         num_envs,
@@ -165,7 +173,7 @@ def make(
         block_size or 0,
         max_episode_steps,
         mode,
-        seed,
+        secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
         options,
         string_options,
     )
@@ -177,7 +185,17 @@ def make(
         _space("action", spec),
         max_episode_steps=max_episode_steps or None,
         entry=entry,
+        seed=seed,
+        episode_stats=episode_stats,
     )
+
+
+def _check_seed_range(seed: int, num_envs: int) -> None:
+    if seed + num_envs > 2**64:
+        raise ValueError(
+            f"seed: env i is seeded with seed + i, which must stay below 2**64; seed must be at most "
+            f"{2**64 - num_envs} for {num_envs} envs, got {seed}"
+        )
 
 
 def _is_native(env_id: str) -> bool:
@@ -269,6 +287,8 @@ class VectorEnv(gym.vector.VectorEnv):
         entry: EnvEntry | None = None,
         metadata: dict[str, Any] | None = None,
         spec: Any = None,
+        seed: int | None = None,
+        episode_stats: bool = False,
     ) -> None:
         self._pool = backend
         self.entry = entry  #: the registry entry of a native env (None for the Python-env pool)
@@ -285,10 +305,23 @@ class VectorEnv(gym.vector.VectorEnv):
         self.render_mode = None
         self.spec = spec
         self._mode = autoreset_mode
+        self._episode_stats = episode_stats
+        # Rows come in env order in sync mode; in async mode info["env_id"] says which env each row is.
+        self._with_env_id = self.batch_size < self.num_envs
+        self._all_ids = range(self.num_envs)
+        # make()'s seed, for each env's first reset that brings no seed of its own (None: none pending).
+        self._pending_seeds: list[int | None] | None = None
+        if seed is not None:
+            self._pending_seeds = self._int_seeds(seed, range(self.num_envs))
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
         return self._mode
+
+    @property
+    def episode_stats(self) -> bool:
+        """Whether ``info`` carries each ended episode's ``episode_return`` and ``episode_length``."""
+        return self._episode_stats
 
     @property
     def label(self) -> str:
@@ -301,27 +334,28 @@ class VectorEnv(gym.vector.VectorEnv):
         """Resets every env (or, with ``options={"reset_mask": mask}`` or
         ``options={"env_id": ids}``, only some) and returns their observations.
 
-        ``seed`` as an int seeds env ``i`` from ``SeedSequence(seed).spawn(num_envs)[i]``;
-        as a list, env ``i`` is seeded as ``gymnasium.make(...).reset(seed=seed[i])`` would be.
+        ``seed`` as an int seeds env ``i`` with ``seed + i``, as gymnasium's vector envs do; as a list, env ``i``
+        with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env.
         """
         reset_mask, ids = reset_options(options)
         if reset_mask is not None or ids is not None:
             return self._partial_reset(seed, reset_mask, ids)
-        seeds = self._seeds(seed, self.num_envs)
+        seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
         self._pool.send_reset(None, seeds)
+        self._reset_sent(self._all_ids)
         batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
         if self.num_envs % self.batch_size:
             batches.append(self._pool.recv_rest())
         if len(batches) == 1:
-            return batches[0].obs, _info(batches[0])
+            return batches[0].obs, self._info(batches[0])
         env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
         obs = _rows(
             self.single_observation_space, _concatenate(self.single_observation_space, [b.obs for b in batches]), order
         )
         info = _merge_infos([b.info for b in batches], [len(b.env_id) for b in batches], order)
-        return obs, {"env_id": env_id[order], **info}
+        return obs, ({"env_id": env_id[order]} if self._with_env_id else {}) | info
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every env with ``actions`` (one row per env, env order).
@@ -350,14 +384,16 @@ class VectorEnv(gym.vector.VectorEnv):
     def async_reset(self, seed: Seed = None, env_id: Any = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
+        self._check_open()
         if env_id is not None:
-            if is_int_seed(seed):
-                raise ValueError("a partial reset takes a list of seeds (one per reset env), not one int seed")
-            self._pool.send_reset(env_id, self._seeds(seed, np.size(env_id)) if seed is not None else [])
+            ids = check_env_ids(env_id, self.num_envs)
+            self._pool.send_reset(ids, self._seeds(seed, ids.tolist(), listed=True))
+            self._reset_sent(ids.tolist())
             return
-        seeds = self._seeds(seed, self.num_envs)
+        seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
         self._pool.send_reset(None, seeds)
+        self._reset_sent(self._all_ids)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
@@ -394,27 +430,47 @@ class VectorEnv(gym.vector.VectorEnv):
         if self._pool.closed:
             raise RuntimeError("the pool is closed")
 
-    def _seeds(self, seed: Any, n: int) -> list[int | None]:
-        """Per-env seeds for send_reset (empty: none); an int seed reseeds every env instead."""
+    def _seeds(self, seed: Any, ids: Sequence[int], listed: bool = False) -> list[int | None]:
+        """The seeds for a reset of the envs ``ids``, one per env (empty: none), as gymnasium's vector envs take
+        them: an int ``s`` seeds env ``i`` with ``s + i``; a list has one seed per env of the pool, or per env
+        in ``ids`` when ``listed``. Envs that get no seed take make()'s, at their first reset."""
         if seed is None:
-            return []
-        if is_int_seed(seed):
-            seed = check_seed("seed", seed)
-            self._pool.drain()
-            self._pool.reseed(seed)
-            return []
-        if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
-            raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
-        if len(seed) != n:
-            raise ValueError(f"seed: a list of seeds needs one per env ({n}), got {len(seed)}")
-        return [None if s is None else check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)]
+            seeds: list[int | None] = [None] * len(ids)
+        elif is_int_seed(seed):
+            seeds = self._int_seeds(check_seed("seed", seed), ids)
+        else:
+            if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence | np.ndarray):
+                raise TypeError(f"seed must be an int, a list of ints (or None), or None; got {type(seed).__name__}")
+            n = len(ids) if listed else self.num_envs
+            if len(seed) != n:
+                what = "per env reset" if listed else "per env"
+                raise ValueError(f"seed: a list of seeds needs one {what} ({n}), got {len(seed)}")
+            given = [None if v is None else check_seed(f"seed[{k}]", v) for k, v in enumerate(seed)]
+            seeds = given if listed else [given[i] for i in ids]
+        if self._pending_seeds is not None:
+            pending = self._pending_seeds
+            seeds = [pending[i] if s is None else s for s, i in zip(seeds, ids, strict=True)]
+        return seeds if any(s is not None for s in seeds) else []
+
+    def _reset_sent(self, ids: Sequence[int]) -> None:
+        """The envs ``ids`` are resetting: make()'s seed no longer applies to them."""
+        if self._pending_seeds is not None:
+            for i in ids:
+                self._pending_seeds[i] = None
+            if all(p is None for p in self._pending_seeds):
+                self._pending_seeds = None
+
+    def _int_seeds(self, seed: int, ids: Sequence[int]) -> list[int | None]:
+        _check_seed_range(seed, self.num_envs)
+        return [seed + i for i in ids]
 
     def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
-        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size, seed)
+        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size)
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
-        seeds = self._seeds(seed, len(ids)) if seed is not None else []
+        seeds = self._seeds(seed, ids.tolist(), listed=mask_ids is None)
         r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
-        info = _info(r)
+        self._reset_sent(ids.tolist())
+        info = self._info(r)
         if reset_mask is not None:
             return r.obs, info
         # The rows of ids, in their order (a backend may have returned every env's row).
@@ -423,36 +479,61 @@ class VectorEnv(gym.vector.VectorEnv):
         pick = row[ids]
         return _rows(self.single_observation_space, r.obs, pick), {k: v[pick] for k, v in info.items()}
 
+    def _info(self, r: _core.Result) -> dict[str, Any]:
+        """A batch's info dict: the envs' own values (often none: a shared, empty mapping) and, in async mode,
+        the env of each row."""
+        info: dict[str, Any] = {"env_id": r.env_id} if self._with_env_id else {}
+        if r.info:
+            info.update(r.info)
+        return info
+
     def _result(self, r: _core.Result) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        info: dict[str, Any] = {"env_id": r.env_id}  # _info(r), inlined: this runs at every step
+        info: dict[str, Any] = {"env_id": r.env_id} if self._with_env_id else {}  # self._info(r), inlined: hot
         if r.info:
             info.update(r.info)
         if r.ended is not None:
             done = r.ended
-            stats = {
-                "episode_return": r.episode_return,
-                "_episode_return": done,
-                "episode_length": r.episode_length,
-                "_episode_length": done,
-            }
-            info.update(stats)
+            stats: dict[str, Any] = {}
+            if self._episode_stats:
+                stats = {
+                    "episode_return": r.episode_return,
+                    "_episode_return": done,
+                    "episode_length": r.episode_length,
+                    "_episode_length": done,
+                }
+                info.update(stats)
             if r.final_obs is not None:
                 boxed = np.full(len(done), None, dtype=object)
                 for i in np.flatnonzero(done).tolist():
                     boxed[i] = _row(self.single_observation_space, r.final_obs, i)
                 info["final_obs"], info["_final_obs"] = boxed, done
-                # The info of the step that ended each episode: its statistics and the env's values
-                # (info itself has the new episode's).
+                # The info of the step that ended each episode: the env's values and, when asked for, its
+                # statistics (info itself has the new episode's).
                 info["final_info"], info["_final_info"] = {**stats, **(r.final_info or {})}, done
         return r.obs, r.reward, r.terminated, r.truncated, info
 
 
-def _info(r: _core.Result) -> dict[str, Any]:
-    """A batch's info dict: its env ids and the envs' own values (often none: a shared, empty mapping)."""
-    info: dict[str, Any] = {"env_id": r.env_id}
-    if r.info:
-        info.update(r.info)
-    return info
+# The keys fastvec adds to a batch's info (not the envs' own).
+FASTVEC_INFO_KEYS = frozenset(("env_id", "episode_return", "episode_length", "final_obs", "final_info"))
+
+
+def info_rows(info: Mapping[str, Any], n: int, skip: frozenset[str] = FASTVEC_INFO_KEYS) -> list[dict[str, Any]]:
+    """A batched info dict as ``n`` per-env dicts, as each env returned it: a key is in row ``i`` where its
+    ``_key`` mask (if any) is set; numpy scalars become Python ones; nested dicts are unbatched too."""
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in info.items():
+        if key.startswith("_") or key in skip:
+            continue
+        mask = info.get("_" + key)
+        if isinstance(value, Mapping):
+            for i, sub in enumerate(info_rows(value, n, frozenset())):
+                if mask is None or mask[i]:
+                    rows[i][key] = sub
+            continue
+        for i in range(n) if mask is None else np.flatnonzero(mask).tolist():
+            v = value[i]
+            rows[i][key] = v.item() if isinstance(v, np.generic) else v
+    return rows
 
 
 def _merge_infos(infos: Sequence[Mapping[str, Any]], sizes: list[int], order: np.ndarray) -> dict[str, Any]:
@@ -483,7 +564,9 @@ class PyVectorEnv(VectorEnv):
     """A :class:`VectorEnv` over the Python-env pool; what :func:`fastvec.make` returns for Python envs,
     with that pool's worker processes in view."""
 
-    def __init__(self, pool: PyEnvPool, autoreset_mode: AutoresetMode) -> None:
+    def __init__(
+        self, pool: PyEnvPool, autoreset_mode: AutoresetMode, seed: int | None = None, episode_stats: bool = False
+    ) -> None:
         super().__init__(
             pool,
             autoreset_mode,
@@ -492,6 +575,8 @@ class PyVectorEnv(VectorEnv):
             max_episode_steps=pool.max_episode_steps,
             metadata=pool.metadata,
             spec=pool.spec,
+            seed=seed,
+            episode_stats=episode_stats,
         )
         self._workers = pool
         self.num_workers = pool.num_workers

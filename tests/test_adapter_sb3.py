@@ -89,7 +89,7 @@ def test_terminal_observation(wrapper, limit):
         for p, o, done, info in zip(prev, obs, dones, infos, strict=True):
             assert done == (step % 5 == 0)
             if not done:
-                assert "terminal_observation" not in info and info == {}
+                assert "terminal_observation" not in info and info == {"TimeLimit.truncated": False}
                 continue
             term = info["terminal_observation"]
             assert np.all(p[counts] < term[counts]) and np.all(o[counts] < p[counts])
@@ -121,7 +121,7 @@ def test_same_trajectory_as_dummy_vec_env():
         np.testing.assert_array_equal(d1, d2)
         for a, b in zip(i1, i2, strict=True):
             if "terminal_observation" not in b:
-                assert a == {}  # DummyVecEnv adds "TimeLimit.truncated": False everywhere; SB3 reads it with .get
+                assert a == b == {"TimeLimit.truncated": False}  # on every step, as SB3's VecEnvs set it
             else:
                 assert a.keys() == b.keys()
                 finished += 1
@@ -263,6 +263,7 @@ def test_refuses_what_sb3_cannot_use():
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         batch_size=2,
         num_envs=2,
+        episode_stats=True,
         single_observation_space=nested,
         single_action_space=gym.spaces.Discrete(2),
     )

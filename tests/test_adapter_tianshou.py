@@ -125,8 +125,8 @@ def test_partial_reset_with_seeds_matches_gymnasium():
     obs, _ = envs.reset(env_id=[2, 0], seed=[11, 12])
     np.testing.assert_allclose(obs[0], gym.make("CartPole-v1").reset(seed=11)[0], atol=1e-6)
     np.testing.assert_allclose(obs[1], gym.make("CartPole-v1").reset(seed=12)[0], atol=1e-6)
-    with pytest.raises(ValueError, match="list of seeds"):
-        envs.reset(env_id=[1], seed=5)
+    obs, _ = envs.reset(env_id=[1], seed=5)  # an int seeds env i with seed + i
+    np.testing.assert_allclose(obs[0], gym.make("CartPole-v1").reset(seed=6)[0], atol=1e-6)
 
 
 def test_terminal_obs_is_returned_and_reset_gives_the_next_episode():

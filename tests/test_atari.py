@@ -118,7 +118,9 @@ def _trajectories(env, steps: int) -> dict[int, list[str]]:
     n_actions = env.single_action_space.n
 
     def record(obs, rew, term, trunc, info):
-        for row, e in enumerate(info["env_id"]):
+        # async: info["env_id"] names each row's env; sync: rows in env order
+        ids = info["env_id"] if env.batch_size < env.num_envs else np.arange(env.num_envs)
+        for row, e in enumerate(ids):
             h = hashlib.sha1(obs[row].tobytes())
             h.update(np.array([rew[row], term[row], trunc[row], info["lives"][row]], dtype=np.float64).tobytes())
             out[int(e)].append(h.hexdigest())
@@ -364,7 +366,9 @@ def test_same_step_autoreset_gives_final_obs():
 def test_same_step_final_info_has_the_final_lives():
     """final_info is the info of the step that ended the episode: lives 0 at game over, while info already
     has the new episode's lives."""
-    with fastvec.make("Breakout-v5", num_envs=2, autoreset_mode="same_step", noop_max=0, seed=0) as env:
+    with fastvec.make(
+        "Breakout-v5", num_envs=2, autoreset_mode="same_step", noop_max=0, seed=0, episode_stats=True
+    ) as env:
         _, info = env.reset()
         start = info["lives"].copy()
         for _ in range(3000):  # FIRE and never move: the ball is lost five times

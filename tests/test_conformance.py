@@ -111,7 +111,10 @@ def _check_step_outputs(env, result, k: int) -> None:
     assert terminated.dtype == np.bool_ and terminated.shape == (k,)
     assert truncated.dtype == np.bool_ and truncated.shape == (k,)
     assert isinstance(info, dict)
-    assert info["env_id"].shape == (k,) and np.issubdtype(info["env_id"].dtype, np.integer)
+    if env.batch_size < env.num_envs:  # async: the env of each row
+        assert info["env_id"].shape == (k,) and np.issubdtype(info["env_id"].dtype, np.integer)
+    else:  # sync: rows in env order, no env_id key
+        assert "env_id" not in info
     ended = terminated | truncated
     if ended.any():
         np.testing.assert_array_equal(info["_episode_return"], ended)
@@ -126,18 +129,18 @@ def _check_step_outputs(env, result, k: int) -> None:
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_outputs_in_spaces_sync(env_id):
     n, steps = 8, 1200
-    env = fastvec.make(env_id, n, seed=1)
+    env = fastvec.make(env_id, n, seed=1, episode_stats=True)
     env.action_space.seed(2)
     obs, info = env.reset()
     assert env.observation_space.contains(obs)
-    np.testing.assert_array_equal(info["env_id"], np.arange(n))
+    assert "env_id" not in info  # sync: rows in env order
     ends = 0
     for _ in range(steps):
         actions = env.action_space.sample()
         assert env.action_space.contains(actions)
         result = env.step(actions)
         _check_step_outputs(env, result, n)
-        np.testing.assert_array_equal(result[4]["env_id"], np.arange(n))
+        assert "env_id" not in result[4]
         ends += int((result[2] | result[3]).sum())
     assert ends > 0
     env.close()
@@ -146,7 +149,7 @@ def test_outputs_in_spaces_sync(env_id):
 @pytest.mark.parametrize("env_id", BOX_ACTION_ENV_IDS)
 def test_outputs_in_spaces_with_out_of_range_continuous_actions(env_id):
     n = 4
-    env = fastvec.make(env_id, n, seed=3)
+    env = fastvec.make(env_id, n, seed=3, episode_stats=True)
     env.reset()
     rng = np.random.default_rng(0)
     scale = 3 * np.max(np.abs(env.single_action_space.high))
@@ -158,7 +161,7 @@ def test_outputs_in_spaces_with_out_of_range_continuous_actions(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_outputs_in_spaces_async(env_id):
     n, k = 8, 4
-    env = fastvec.make(env_id, n, batch_size=k, seed=4)
+    env = fastvec.make(env_id, n, batch_size=k, seed=4, episode_stats=True)
     env.action_space.seed(5)
     env.async_reset()
     seen = np.zeros(n, int)
@@ -196,7 +199,7 @@ def test_next_step_autoreset_semantics(env_id):
     """Gymnasium's NEXT_STEP: the step after an episode end ignores the action and returns the reset
     observation with reward 0 and no flags; its episode restarts there."""
     n = 4
-    env = fastvec.make(env_id, n, seed=6, max_episode_steps=5)
+    env = fastvec.make(env_id, n, seed=6, max_episode_steps=5, episode_stats=True)
     env.reset()
     actions = np.stack([env.single_action_space.sample() for _ in range(n)])
     for step in range(1, 13):
@@ -263,7 +266,7 @@ def test_gymnasium_vector_wrappers(env_id):
     """RecordEpisodeStatistics (needs NEXT_STEP autoreset) agrees with fastvec's own episode stats;
     DictInfoToList accepts fastvec's info dict."""
     n = 4
-    env = RecordEpisodeStatistics(fastvec.make(env_id, n, seed=9, max_episode_steps=50))
+    env = RecordEpisodeStatistics(fastvec.make(env_id, n, seed=9, max_episode_steps=50, episode_stats=True))
     env.reset()
     rng = np.random.default_rng(1)
     env.unwrapped.action_space.seed(int(rng.integers(2**31)))
@@ -279,4 +282,5 @@ def test_gymnasium_vector_wrappers(env_id):
     assert episodes >= n * 5
     listed = DictInfoToList(fastvec.make(env_id, n, seed=9))
     _, infos = listed.reset()
-    assert isinstance(infos, list) and [i["env_id"] for i in infos] == list(range(n))
+    assert isinstance(infos, list) and len(infos) == n
+    assert not any("env_id" in i for i in infos)  # sync: rows in env order, no env_id key

@@ -68,9 +68,10 @@ STEP_ULPS = 3.0
 NEAR_THRESHOLD = 1e-5
 
 
-def _spawned(seed: int, index: int) -> np.random.Generator:
-    """The generator env ``index`` of a pool seeded with int ``seed`` uses."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(index,))))
+def _seeded(seed: int) -> np.random.Generator:
+    """The generator ``gymnasium.Env.reset(seed=seed)`` gives an env (env ``i`` of a pool reset with int ``s``
+    gets ``s + i``, gymnasium's convention)."""
+    return gym.utils.seeding.np_random(seed)[0]
 
 
 def _reference(env_id: str, **kwargs) -> gym.Env:
@@ -173,7 +174,7 @@ def test_reset_list_of_seeds_matches_reference(env_id):
     inexact = 0
     for seeds in seed_sets:
         obs, info = env.reset(seed=seeds)
-        np.testing.assert_array_equal(info["env_id"], np.arange(n))
+        assert "env_id" not in info  # sync: rows in env order
         assert obs.dtype == np.float32
         for i, s in enumerate(seeds):
             expected, _ = ref.reset(seed=s)
@@ -189,14 +190,16 @@ def test_reset_list_of_seeds_matches_reference(env_id):
 
 
 def test_reference_reset_without_seed_uses_existing_generator():
-    """The int-seed parity test below relies on this gymnasium behaviour."""
+    """The parity tests' unseeded resets rely on this gymnasium behaviour: an unseeded reset continues the
+    generator that the last seeded one made."""
     ref = _reference("CartPole-v1")
-    gen = _spawned(5, 3)
-    ref._np_random = gen
+    ref.reset(seed=5 + 3)
+    gen = ref.np_random
     ref.reset()
     assert ref.np_random is gen
-    expected = _spawned(5, 3).uniform(-0.05, 0.05, 4)
-    np.testing.assert_array_equal(ref.state, expected)
+    expected_gen = _seeded(5 + 3)
+    expected_gen.uniform(-0.05, 0.05, 4)  # the seeded reset's draw
+    np.testing.assert_array_equal(ref.state, expected_gen.uniform(-0.05, 0.05, 4))
 
 
 @pytest.mark.parametrize("env_id", CLASSIC_CONTROL)
@@ -204,15 +207,18 @@ def test_reset_int_seed_matches_reference(env_id):
     n = 64
     ref = _reference(env_id)
     inexact = 0
-    for make_seed, reset_seed in [(0, 1), (12345, 2**32 + 7), (2**64 - 1, 987654321)]:
+    # env i is seeded with s + i, which must stay below 2**64: 2**64 - n is the top of the accepted range
+    with pytest.raises(ValueError, match="seed"):
+        fastvec.make(env_id, n, seed=2**64 - n + 1)
+    for make_seed, reset_seed in [(0, 1), (12345, 2**32 + 7), (2**64 - n, 987654321)]:
         env = fastvec.make(env_id, n, seed=make_seed)
-        # make(seed=s) seeds the pool; reset(seed=s) reseeds it; twice unseeded continues the streams.
+        # make(seed=s) seeds each env's first reset (env i with s + i); reset(seed=s) reseeds env i with s + i;
+        # then an unseeded reset continues the streams.
         for seed, reset_kwargs in [(make_seed, {}), (reset_seed, {"seed": reset_seed})]:
             first, _ = env.reset(**reset_kwargs)
             second, _ = env.reset()
             for i in range(n):
-                ref._np_random = _spawned(seed, i)
-                expected, _ = ref.reset()
+                expected, _ = ref.reset(seed=seed + i)
                 inexact += _assert_reset_obs_equal(env_id, first[i], ref, expected)
                 expected, _ = ref.reset()
                 inexact += _assert_reset_obs_equal(env_id, second[i], ref, expected)
@@ -321,7 +327,9 @@ def test_out_of_range_actions_are_clipped_like_the_reference(env_id):
 # whole trajectories next to gymnasium's SyncVectorEnv
 
 
-def _run_side_by_side(env_id: str, kwargs: dict, n: int, steps: int, *, float64_reference: bool, on_step=None):
+def _run_side_by_side(
+    env_id: str, kwargs: dict, n: int, steps: int, *, float64_reference: bool, on_step=None, episode_stats=False
+):
     """Steps fastvec and ``gymnasium.make_vec(..., "sync")`` with the same seeds and actions (chosen
     from fastvec's observations) and hands every step's results to ``on_step``.
 
@@ -329,7 +337,7 @@ def _run_side_by_side(env_id: str, kwargs: dict, n: int, steps: int, *, float64_
     NumPy 2's float32 promotion of ``np.float32 * python float`` doesn't apply: the reference then does
     all of its arithmetic in float64, as fastvec does (and as the reference did under NumPy 1.x).
     """
-    env = fastvec.make(env_id, n, **kwargs)
+    env = fastvec.make(env_id, n, episode_stats=episode_stats, **kwargs)
     ref = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync", **kwargs)
     seeds = [1000 + 17 * i for i in range(n)]
     obs, _ = env.reset(seed=seeds)
@@ -418,7 +426,7 @@ def test_trajectory_matches_gymnasium(case):
         np.testing.assert_array_equal(result[3], ref_result[3], err_msg=f"step {t}")
         check(result, ref_result[1])
 
-    _run_side_by_side(env_id, kwargs, n, steps, float64_reference=True, on_step=on_step)
+    _run_side_by_side(env_id, kwargs, n, steps, float64_reference=True, on_step=on_step, episode_stats=True)
     assert check.episodes > 2 * n
     assert inexact_steps[0] <= steps // 100  # rare rounding-boundary cases, not a drift
     print(f"{_case_id(case)}: {check.episodes} episodes, {inexact_steps[0]} steps not bitwise equal")

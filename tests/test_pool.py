@@ -17,8 +17,8 @@ import fastvec
 
 
 def debug(num_envs=4, **kw):
-    """The test-only env: obs = [steps since reset, last action], reward = action."""
-    return fastvec.make("_Debug-v0", num_envs, seed=0, **kw)
+    """The test-only env: obs = [steps since reset, last action], reward = action; with episode statistics."""
+    return fastvec.make("_Debug-v0", num_envs, seed=0, **{"episode_stats": True, **kw})
 
 
 def native_threads() -> int:
@@ -34,7 +34,7 @@ def test_sync_rows_are_in_env_order():
     env.reset()
     actions = np.array([0, 1, 2, 3, 3, 2, 1, 0])
     obs, rew, term, trunc, info = env.step(actions)
-    np.testing.assert_array_equal(info["env_id"], np.arange(8))
+    assert "env_id" not in info  # sync: rows in env order, as obs[:, 1] (each env's action) shows
     np.testing.assert_array_equal(obs[:, 1], actions)
     np.testing.assert_array_equal(obs[:, 0], np.ones(8))
     np.testing.assert_array_equal(rew, actions.astype(np.float32))
@@ -196,7 +196,7 @@ def test_disabled_mode_refuses_to_step_a_finished_env():
     with pytest.raises(RuntimeError, match="disabled"):
         env.step([1, 1])
     obs, info = env.reset(options={"env_id": [1]})
-    assert obs.tolist() == [[0, 0]] and info["env_id"].tolist() == [1]
+    assert obs.tolist() == [[0, 0]] and "env_id" not in info
     with pytest.raises(RuntimeError, match="disabled"):
         env.step([1, 1])
     obs, _ = env.reset(options={"reset_mask": np.array([True, False])})
@@ -246,7 +246,7 @@ def test_truncation_at_max_episode_steps():
 
 
 def test_cartpole_episode_return_is_the_sum_of_rewards():
-    env = fastvec.make("CartPole-v1", 16, seed=3)
+    env = fastvec.make("CartPole-v1", 16, seed=3, episode_stats=True)
     env.reset()
     rng = np.random.default_rng(1)
     running = np.zeros(16)
@@ -556,8 +556,8 @@ def test_partial_async_reset_and_recv_rest():
     env = debug(4, batch_size=2, block_size=1)
     env.async_reset()
     first = env.recv()[4]["env_id"]
-    with pytest.raises(ValueError, match="list of seeds"):
-        env.async_reset(seed=3, env_id=first[:1])
+    with pytest.raises(ValueError, match=r"one per env reset \(1\), got 2"):
+        env.async_reset(seed=[3, 4], env_id=first[:1])
     env.async_reset(seed=[7], env_id=first[:1])  # one idle env resets while the others are in flight
     ids = np.concatenate([env.recv()[4]["env_id"], env.recv_rest()[4]["env_id"]])
     assert sorted(ids.tolist()) == sorted([*set(range(4)) - set(first.tolist()), int(first[0])])
@@ -612,7 +612,7 @@ def test_a_sync_pool_sent_in_parts_steps_every_env_once():
     got, want = env.recv(), ref.step(actions)
     for g, w in zip(got[:4], want[:4], strict=True):
         np.testing.assert_array_equal(g, w)
-    np.testing.assert_array_equal(got[4]["env_id"], np.arange(8))
+    assert got[4] == want[4] == {}  # sync: rows in env order, no env_id
 
 
 @pytest.mark.timeout(60)

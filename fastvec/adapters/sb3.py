@@ -26,7 +26,8 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without SB3
     raise ImportError("fastvec.sb3_vec needs Stable-Baselines3: pip install stable-baselines3") from e
 
-from fastvec.vector import VectorEnv, make
+from fastvec._args import autoreset_mode_name
+from fastvec.vector import VectorEnv, info_rows, make
 
 # Attributes every env of a pool shares, answered by get_attr without a Python env object.
 _SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
@@ -49,6 +50,8 @@ class SB3VecEnv(VecEnv):
             raise ValueError(
                 f"SB3 steps every env each call: batch_size must equal num_envs ({env.num_envs}), got {env.batch_size}"
             )
+        if monitor and not env.episode_stats:
+            raise ValueError("monitor=True makes Monitor's episode dicts from a pool made with episode_stats=True")
         check_for_nested_spaces(env.single_observation_space)  # NotImplementedError, as SB3's own VecEnvs
         self.env = env
         self.monitor = monitor
@@ -67,8 +70,8 @@ class SB3VecEnv(VecEnv):
         if any(options):
             raise ValueError(f"{self.env.label} takes no reset options, got {options[0]!r}")
         self._actions = None
-        obs, _ = self.env.reset(seed=seeds)
-        self.reset_infos = [{} for _ in range(self.num_envs)]
+        obs, info = self.env.reset(seed=seeds)
+        self.reset_infos = info_rows(info, self.num_envs)
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -80,18 +83,22 @@ class SB3VecEnv(VecEnv):
         actions, self._actions = self._actions, None
         obs, reward, terminated, truncated, info = self.env.step(actions)
         dones = terminated | truncated
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        # Each env's info of this step, as SubprocVecEnv returns it: for an env whose episode ended, the
+        # info of its last step (info["final_info"]); the new episode's reset info goes to reset_infos.
+        infos = info_rows(info, self.num_envs)
         if "final_obs" in info:
             final_obs = info["final_obs"]
+            finals = info_rows(info["final_info"], self.num_envs)
             ep_return, ep_length = info["episode_return"], info["episode_length"]
             t = round(time.time() - self._t_start, 6)
-            for i in np.flatnonzero(info["_final_obs"]):
+            for i in np.flatnonzero(info["_final_obs"]).tolist():
+                self.reset_infos[i], infos[i] = infos[i], finals[i]
                 d = infos[i]
                 d["terminal_observation"] = final_obs[i]
-                d["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
                 if self.monitor:
                     d["episode"] = {"r": float(ep_return[i]), "l": int(ep_length[i]), "t": t}
-                self.reset_infos[i] = {}
+        for d, flag in zip(infos, (truncated & ~terminated).tolist(), strict=True):
+            d["TimeLimit.truncated"] = flag  # on every step, as SB3's VecEnvs set it
         return obs, reward, dones, infos
 
     def close(self) -> None:
@@ -149,9 +156,10 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
     (8, 4)
     """
     mode = kwargs.pop("autoreset_mode", "same_step")
-    if mode not in ("same_step", gym.vector.AutoresetMode.SAME_STEP):
+    if autoreset_mode_name(mode) != "same_step":
         raise ValueError(
             f"SB3 VecEnvs reset finished envs in the same step: autoreset_mode must be 'same_step', got {mode!r}"
         )
     args = (env_id,) if num_envs is None else (env_id, num_envs)
+    kwargs["episode_stats"] = True  # Monitor's "episode" dicts are made from them
     return SB3VecEnv(make(*args, autoreset_mode="same_step", **kwargs), monitor=monitor)

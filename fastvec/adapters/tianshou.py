@@ -23,10 +23,10 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-from fastvec.vector import VectorEnv, make
+from fastvec._args import autoreset_mode_name
+from fastvec.vector import VectorEnv, info_rows, make
 
 _SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
 
@@ -51,7 +51,9 @@ class TianshouVectorEnv:
         self.ready_id: list[int] = list(range(self.env_num))
         self.is_closed = False
         self._action_spaces = [copy.deepcopy(env.single_action_space) for _ in range(self.env_num)]
-        self._reset_obs: dict[int, np.ndarray] = {}  # first obs of episodes the pool began at their step
+        # The first observation and reset info of episodes the pool began at the step that ended the last.
+        self._reset_obs: dict[int, np.ndarray] = {}
+        self._reset_info: dict[int, dict[str, Any]] = {}
 
     # -- Tianshou's attributes -----------------------------------------------
 
@@ -103,8 +105,8 @@ class TianshouVectorEnv:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Resets the envs in ``env_id`` (all if None); returns their observations and info dicts, in that order.
 
-        ``seed=int`` on a full reset seeds env ``i`` as ``fastvec.make`` does
-        (``SeedSequence(seed).spawn(n)[i]``); ``seed=[...]`` gives one seed per reset env.
+        ``seed=int`` seeds env ``i`` with ``seed + i``, as :meth:`seed` does (Tianshou's own venvs give every env
+        the same seed); ``seed=[...]`` gives one seed per reset env. The info dicts are the envs' reset infos.
         A reset of every env discards the results of steps still in flight, as
         the AsyncCollector's ``reset`` needs; a reset of some envs needs them received.
         """
@@ -117,15 +119,16 @@ class TianshouVectorEnv:
             raise ValueError(f"{self.env.label} takes no reset options, got {options!r}")
         ids = self._ids(env_id)
         if len(ids) == self.env_num and len(set(ids.tolist())) == self.env_num:
-            obs, _ = self.env.reset(seed=seed)  # discards the results of steps still in flight
+            obs, info = self.env.reset(seed=seed)  # discards the results of steps still in flight
             self.waiting_id, self.ready_id = [], list(range(self.env_num))
             self._reset_obs.clear()
-            obs = obs[ids]
-        elif seed is None and all(i in self._reset_obs for i in ids.tolist()):  # finished: never in flight
+            self._reset_info.clear()
+            rows = info_rows(info, self.env_num)
+            return obs[ids], _object_array([rows[i] for i in ids.tolist()])
+        if seed is None and all(i in self._reset_obs for i in ids.tolist()):  # finished: never in flight
             obs = np.stack([self._reset_obs.pop(i) for i in ids.tolist()])
-        else:
-            obs = self._partial_reset(ids, seed)
-        return obs, _object_array([{} for _ in range(len(ids))])
+            return obs, _object_array([self._reset_info.pop(i) for i in ids.tolist()])
+        return self._partial_reset(ids, seed)
 
     def step(
         self, action: Any, id: int | Sequence[int] | np.ndarray | None = None
@@ -208,14 +211,16 @@ class TianshouVectorEnv:
     def _send(self, action: Any, ids: np.ndarray) -> None:
         for i in ids.tolist():
             self._reset_obs.pop(i, None)  # stepped without a reset: the episode simply goes on
+            self._reset_info.pop(i, None)
         if self.env.batch_size == self.env_num:  # one env: the pool is sync
             self.env.send(np.asarray(action), None)
         else:
             self.env.send(np.asarray(action), ids)
 
-    def _gather(self, k: int) -> tuple[np.ndarray, ...]:
-        """Receives ``k`` results: whole batches, then the rest. Returns obs, rew,
-        terminated, truncated, env_id, final_obs (object array or None)."""
+    def _gather(self, k: int) -> tuple[Any, ...]:
+        """Receives ``k`` results: whole batches, then the rest. Returns obs, rew, terminated, truncated,
+        env_id, final_obs (an object array), and per row the env's info of the step (of its last step, for an
+        env whose episode ended) and, for those, the new episode's reset info (None for the others)."""
         parts = []
         batch = self.env.batch_size
         while k >= batch:
@@ -223,36 +228,56 @@ class TianshouVectorEnv:
             k -= batch
         if k:
             parts.append(self.env.recv_rest())
-        finals = []
+        finals, infos, reset_infos = [], [], []
         for p in parts:
-            info = p[4]
-            finals.append(info["final_obs"] if "final_obs" in info else np.full(len(p[1]), None, dtype=object))
+            info, n = p[4], len(p[1])
+            rows = info_rows(info, n)
+            resets: list[dict[str, Any] | None] = [None] * n
+            if "final_obs" in info:
+                finals.append(info["final_obs"])
+                last = info_rows(info["final_info"], n)
+                for r in np.flatnonzero(info["_final_obs"]).tolist():
+                    resets[r], rows[r] = rows[r], last[r]
+            else:
+                finals.append(np.full(n, None, dtype=object))
+            infos += rows
+            reset_infos += resets
         if len(parts) == 1:
             p = parts[0]
-            return p[0], p[1], p[2], p[3], p[4]["env_id"], finals[0]
+            return p[0], p[1], p[2], p[3], self._env_ids(p), finals[0], infos, reset_infos
         return (
             np.concatenate([p[0] for p in parts]),
             np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] for p in parts]),
             np.concatenate([p[3] for p in parts]),
-            np.concatenate([p[4]["env_id"] for p in parts]),
+            np.concatenate([self._env_ids(p) for p in parts]),
             np.concatenate(finals),
+            infos,
+            reset_infos,
         )
 
-    def _translate(self, result: tuple[np.ndarray, ...], order: np.ndarray | None):
-        obs, rew, term, trunc, env_id, final_obs = result
+    def _env_ids(self, result: tuple) -> np.ndarray:
+        """The env of each row of a recv() result: info["env_id"] in async mode, env order in a sync pool."""
+        info = result[4]
+        return info["env_id"] if "env_id" in info else np.arange(len(result[1]), dtype=np.int32)
+
+    def _translate(self, result: tuple[Any, ...], order: np.ndarray | None):
+        obs, rew, term, trunc, env_id, final_obs, infos, reset_infos = result
         if order is not None and not np.array_equal(env_id, order):
             row = np.empty(self.env_num, dtype=np.intp)
             row[env_id] = np.arange(len(env_id))
             pick = row[order]
             obs, rew, term, trunc, env_id, final_obs = (a[pick] for a in (obs, rew, term, trunc, env_id, final_obs))
-        for r in np.flatnonzero(term | trunc):
-            self._reset_obs[int(env_id[r])] = obs[r].copy()
+            infos, reset_infos = [infos[r] for r in pick], [reset_infos[r] for r in pick]
+        for r in np.flatnonzero(term | trunc).tolist():
+            e = int(env_id[r])
+            self._reset_obs[e] = obs[r].copy()
+            self._reset_info[e] = reset_infos[r] or {}
             obs[r] = final_obs[r]
-        info = _object_array([{"env_id": int(e)} for e in env_id])
+        info = _object_array([{**d, "env_id": int(e)} for d, e in zip(infos, env_id.tolist(), strict=True)])
         return obs, rew, term, trunc, info
 
-    def _partial_reset(self, ids: np.ndarray, seed: Any) -> np.ndarray:
+    def _partial_reset(self, ids: np.ndarray, seed: Any) -> tuple[np.ndarray, np.ndarray]:
         busy = set(ids.tolist()) & set(self.waiting_id)
         if busy:
             raise RuntimeError(f"cannot reset envs {sorted(busy)}: they are stepping; receive their results first")
@@ -263,11 +288,13 @@ class TianshouVectorEnv:
             )
         for i in ids.tolist():
             self._reset_obs.pop(i, None)
+            self._reset_info.pop(i, None)
         self.env.async_reset(seed, env_id=ids)
-        obs, _, _, _, env_id, _ = self._gather(len(ids))
+        obs, _, _, _, env_id, _, infos, _ = self._gather(len(ids))
         row = np.empty(self.env_num, dtype=np.intp)
         row[env_id] = np.arange(len(env_id))
-        return obs[row[ids]]
+        pick = row[ids]
+        return obs[pick], _object_array([infos[r] for r in pick.tolist()])
 
     def _empty(self) -> tuple[np.ndarray, ...]:
         shape = self.env.single_observation_space.shape
@@ -297,7 +324,7 @@ def tianshou_venv(
     >>> obs, rew, terminated, truncated, info = envs.step(np.zeros(4, dtype=int))
     """
     mode = kwargs.pop("autoreset_mode", "same_step")
-    if mode not in ("same_step", gym.vector.AutoresetMode.SAME_STEP):
+    if autoreset_mode_name(mode) != "same_step":
         raise ValueError(
             f"the Tianshou adapter needs autoreset_mode='same_step' (the default), got {mode!r}: the Collector resets "
             "finished envs itself, and the adapter answers those resets with the first observation the pool "

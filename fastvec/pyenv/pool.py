@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec._args import MODES, autoreset_mode_name, available_cores, check_env_ids, check_int, check_seed
+from fastvec._args import MODES, autoreset_mode_name, available_cores, check_env_ids, check_int
 from fastvec._core import EnvError, Result
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
@@ -198,7 +198,6 @@ def make(
     *,
     batch_size: int | None = None,
     num_workers: int | None = None,
-    seed: int | None = None,
     autoreset_mode: str | AutoresetMode = "next_step",
     max_episode_steps: int | None = None,
     start_method: str | None = None,
@@ -260,8 +259,6 @@ def make(
     autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
-    if seed is not None:
-        seed = check_seed("seed", seed)
     methods = mp.get_all_start_methods()
     if start_method is None:
         start_method = "forkserver" if "forkserver" in methods else "spawn"
@@ -271,7 +268,6 @@ def make(
         env_fns,
         batch_size=batch_size,
         num_workers=num_workers,
-        seed=seed,
         autoreset_mode=autoreset_mode,
         max_episode_steps=max_episode_steps,
         start_method=start_method,
@@ -300,7 +296,6 @@ class PyEnvPool:
         *,
         batch_size: int,
         num_workers: int,
-        seed: int | None,
         autoreset_mode: str,
         max_episode_steps: int | None,
         start_method: str,
@@ -392,8 +387,6 @@ class PyEnvPool:
         self._needs_reset = np.zeros(n, dtype=bool)
         self._in_flight = 0
         self._observing = False  # the batch in flight is a partial reset that returns every env's row
-        # The seeds of the next reset of every env: make()'s seed, or reseed()'s.
-        self._pending_seeds = self._derive_seeds(seed) if seed is not None else None
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
 
@@ -490,13 +483,12 @@ class PyEnvPool:
             self._leave()
 
     def send_reset(self, env_id: Any, seeds: Sequence[int | None]) -> None:
-        """Queues a reset of every env (``env_id`` None: their pending seeds, if any, apply) or of the idle
-        envs in ``env_id``; ``seeds``, when not empty, has one seed (or None) per env reset."""
+        """Queues a reset of every env (``env_id`` None) or of the idle envs in ``env_id``; ``seeds``, when not
+        empty, has one seed (or None) per env reset."""
         self._enter("async_reset")
         try:
             if env_id is None:
-                pending, self._pending_seeds = self._pending_seeds, None
-                self._send_reset(self._all_ids, list(seeds) or pending)
+                self._send_reset(self._all_ids, list(seeds) or None)
                 return
             ids = self._check_ids(env_id)
             busy = ids[self._state[ids] == _IN_FLIGHT]
@@ -528,15 +520,6 @@ class PyEnvPool:
             if all_rows:
                 return self._result(ids, messages, sort=True, reset=ids)
             return self._result(ids, messages, sort=False)
-        finally:
-            self._leave()
-
-    def reseed(self, seed: int) -> None:
-        """Seeds the next reset of every env from ``seed``: env ``i`` with an int drawn from
-        ``SeedSequence(seed).spawn(num_envs)[i]``."""
-        self._enter("reset")
-        try:
-            self._pending_seeds = self._derive_seeds(seed)
         finally:
             self._leave()
 
@@ -649,10 +632,6 @@ class PyEnvPool:
             raise RuntimeError("the pool is closed")
         if self._dead is not None:
             raise WorkerDiedError(self._dead)
-
-    def _derive_seeds(self, seed: int) -> list[int | None]:
-        children = np.random.SeedSequence(seed).spawn(self.num_envs)
-        return [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
     def _check_ids(self, env_id: Any) -> np.ndarray:
         return check_env_ids(env_id, self.num_envs)

@@ -253,12 +253,6 @@ class NativePool {
     return result(std::move(batch), pool_->batch_size());
   }
 
-  void reseed(uint64_t seed) {
-    const ActiveCall call(this);
-    check_process();
-    without_gil([&] { pool_->reseed_all(seed); });
-  }
-
   void drain() {
     const ActiveCall call(this);
     check_process();
@@ -610,7 +604,6 @@ PYBIND11_MODULE(_core, m) {
       .def("recv_rest", &NativePool::recv_rest)
       .def("send_reset", &NativePool::send_reset, py::arg("env_id"), py::arg("seeds"))
       .def("reset_envs", &NativePool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
-      .def("reseed", &NativePool::reseed, py::arg("seed"))
       .def("drain", &NativePool::drain)
       .def("close", &NativePool::close);
 }

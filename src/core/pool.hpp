@@ -188,14 +188,6 @@ class Pool final : public PoolBase {
     dispatch();
   }
 
-  void reseed_all(uint64_t seed) override {
-    std::lock_guard<std::mutex> lock(api_mu_);
-    check_open();
-    for (int e = 0; e < cfg_.num_envs; ++e)
-      if (state_[e] == State::kInFlight) throw UsageError("cannot reseed while envs are in flight");
-    for (int e = 0; e < cfg_.num_envs; ++e) envs_.rng[e] = env_rng(seed, static_cast<uint32_t>(e));
-  }
-
   std::shared_ptr<Batch> recv() override {
     std::lock_guard<std::mutex> lock(api_mu_);
     check_open();

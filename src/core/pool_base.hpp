@@ -78,8 +78,6 @@ class PoolBase {
   // partial reset in sync mode returns all rows).
   virtual void send_reset(const int32_t* env_ids, int n, const std::optional<uint64_t>* seeds,
                           bool observe_others) = 0;
-  // Reseeds every env from a base seed: env i as SeedSequence(seed).spawn(n)[i].
-  virtual void reseed_all(uint64_t seed) = 0;
   // Waits for the next batch_size results.
   virtual std::shared_ptr<Batch> recv() = 0;
   // Waits for the envs still in flight in an async pool, fewer than
