@@ -1,6 +1,8 @@
 """Per-env access: ``call``/``get_attr``/``set_attr`` of fastvec.VectorEnv against gymnasium's vector envs,
-what native envs answer, and the failure paths: an env's exception, results and arguments that cannot be
-pickled, calls while envs are in flight, an interrupted call."""
+SB3's ``get_attr``/``set_attr``/``env_method``/``env_is_wrapped`` against DummyVecEnv and SubprocVecEnv on the
+same envs (SB3's test_vecenv_custom_calls, ported), Tianshou's ``get_env_attr``/``set_env_attr``, what native
+envs answer, and the failure paths: an env's exception, results and arguments that cannot be pickled, calls
+while envs are in flight, an interrupted call."""
 
 from __future__ import annotations
 
@@ -17,6 +19,19 @@ from conftest import run_python
 
 import fastvec
 from fastvec import EnvError
+
+sb3 = pytest.importorskip("stable_baselines3")
+tianshou = pytest.importorskip("tianshou")
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import (  # noqa: E402
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecFrameStack,
+    VecNormalize,
+)
+from tianshou.env import DummyVectorEnv, SubprocVectorEnv  # noqa: E402
+
+N_ENVS = 3
 
 
 class GoalError(Exception):
@@ -404,3 +419,267 @@ def test_native_defaults_and_async_pools():
     assert env.get_attr("spec")[0].kwargs == {"sutton_barto_reward": False}
     assert env.get_attr("sutton_barto_reward") == (False,) * 4
     env.close()
+
+
+# -- Stable-Baselines3 -----------------------------------------------------------------------------------------
+
+
+class CustomGymEnv(gym.Env):
+    """SB3's tests/test_vec_envs.py CustomGymEnv."""
+
+    def __init__(self, space, render_mode: str = "rgb_array"):
+        self.action_space = space
+        self.observation_space = space
+        self.current_step = 0
+        self.ep_length = 4
+        self.render_mode = render_mode
+        self.current_options: dict | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self.seed(seed)
+        self.current_step = 0
+        self.current_options = options
+        self._choose_next_state()
+        return self.state, {}
+
+    def step(self, action):
+        reward = float(np.random.rand())
+        self._choose_next_state()
+        self.current_step += 1
+        terminated = False
+        truncated = self.current_step >= self.ep_length
+        return self.state, reward, terminated, truncated, {}
+
+    def _choose_next_state(self):
+        self.state = self.observation_space.sample()
+
+    def render(self):
+        if self.render_mode == "rgb_array":
+            return np.zeros((4, 4, 3))
+
+    def seed(self, seed=None):
+        if seed is not None:
+            np.random.seed(seed)
+            self.observation_space.seed(seed)
+
+    @staticmethod
+    def custom_method(dim_0=1, dim_1=1):
+        return np.ones((dim_0, dim_1))
+
+
+def make_custom_env():
+    # (float32 bounds: SB3's float64 ones make gymnasium warn, and warnings are errors here)
+    return Monitor(CustomGymEnv(gym.spaces.Box(low=np.zeros(2, np.float32), high=np.ones(2, np.float32))))
+
+
+def sb3_vec_env(kind, env_fns):
+    if kind == "fastvec":
+        return fastvec.sb3_vec(env_fns, start_method="fork", num_workers=2)
+    if kind == "SubprocVecEnv":
+        return SubprocVecEnv(env_fns, start_method="fork")
+    return DummyVecEnv(env_fns)
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv", "fastvec"])
+@pytest.mark.parametrize("vec_env_wrapper", [None, VecNormalize, VecFrameStack])
+def test_vecenv_custom_calls(kind, vec_env_wrapper):
+    """SB3's test_vecenv_custom_calls, the same assertions for SB3's two VecEnvs and fastvec's, up to its
+    set_options part (reset options reaching the envs is another item of issue 15)."""
+    vec_env = sb3_vec_env(kind, [make_custom_env for _ in range(N_ENVS)])
+    if vec_env_wrapper is not None:
+        vec_env = vec_env_wrapper(vec_env, n_stack=2) if vec_env_wrapper == VecFrameStack else vec_env_wrapper(vec_env)
+
+    vec_env.seed(0)
+    array_explicit_mode = vec_env.render(mode="rgb_array")
+    array_implicit_mode = vec_env.render()
+    assert np.array_equal(array_implicit_mode, array_explicit_mode)
+    with pytest.warns(UserWarning):
+        vec_env.render(mode="something_else")
+
+    assert not vec_env.has_attr("dummy")
+    vec_env.set_attr("dummy", 12)  # on the last wrapper only
+    assert vec_env.get_attr("dummy") == [12] * N_ENVS
+    assert not vec_env.has_attr("dummy2")
+    vec_env.env_method("set_wrapper_attr", "dummy2", 2)
+    assert vec_env.get_attr("dummy2") == [2] * N_ENVS
+
+    env_method_results = vec_env.env_method("custom_method", 1, indices=None, dim_1=2)
+    setattr_results = []
+    for env_idx in range(N_ENVS):
+        setattr_results.append(vec_env.set_attr("dummy1", env_idx, indices=env_idx))
+    assert vec_env.has_attr("dummy1")
+    getattr_results = vec_env.get_attr("dummy1")
+    assert len(env_method_results) == len(setattr_results) == len(getattr_results) == N_ENVS
+    for env_idx in range(N_ENVS):
+        assert (env_method_results[env_idx] == np.ones((1, 2))).all()
+        assert setattr_results[env_idx] is None
+        assert getattr_results[env_idx] == env_idx
+
+    env_method_subset = vec_env.env_method("custom_method", 1, indices=[0, 2], dim_1=3)
+    assert (env_method_subset[0] == np.ones((1, 3))).all()
+    assert (env_method_subset[1] == np.ones((1, 3))).all()
+    assert len(env_method_subset) == 2
+
+    setattr_result = vec_env.set_attr("dummy1", 42, indices=None)
+    getattr_result = vec_env.get_attr("dummy1")
+    assert setattr_result is None
+    assert getattr_result == [42 for _ in range(N_ENVS)]
+
+    vec_env.reset()
+    setattr_result = vec_env.env_method("set_wrapper_attr", "current_step", 12, indices=[0, 1])
+    getattr_result = vec_env.get_attr("current_step")
+    getattr_result_subset = vec_env.get_attr("current_step", indices=[0, 1])
+    assert setattr_result == [True, True]
+    assert getattr_result == [12 for _ in range(2)] + [0 for _ in range(N_ENVS - 2)]
+    assert getattr_result_subset == [12, 12]
+    assert vec_env.get_attr("current_step", indices=[0, 2]) == [12, 0]
+
+    vec_env.reset()
+    setattr_result = vec_env.env_method("set_wrapper_attr", "current_step", 12, indices=[0, -1])
+    getattr_result = vec_env.get_attr("current_step")
+    assert setattr_result == [True, True]
+    assert getattr_result == [12] + [0 for _ in range(N_ENVS - 2)] + [12]
+    assert vec_env.get_attr("current_step", indices=[-1]) == [12]
+
+    assert vec_env.get_attr("current_options")[0] is None
+    vec_env.close()
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv", "fastvec"])
+def test_sb3_set_attr_sets_the_outermost_wrapper_and_errors_are_the_envs(kind):
+    vec_env = sb3_vec_env(kind, [make_custom_env for _ in range(N_ENVS)])
+    vec_env.reset()
+    vec_env.set_attr("current_step", 3, indices=[1])  # SB3: on the Monitor; the env's own counter is not touched
+    assert vec_env.get_attr("current_step") == [0, 3, 0]
+    assert vec_env.env_method("get_wrapper_attr", "current_step") == [0, 3, 0]
+    assert [e.current_step for e in vec_env.get_attr("unwrapped")] == [0, 0, 0]
+    with pytest.raises(IndexError):
+        vec_env.get_attr("current_step", indices=[N_ENVS])
+    if kind != "SubprocVecEnv":  # (SubprocVecEnv's worker dies of an exception in the env)
+        with pytest.raises(TypeError, match="not callable"):
+            vec_env.env_method("ep_length")  # env_method calls what it gets, callable or not
+        with pytest.raises(AttributeError, match="no_such_method"):
+            vec_env.env_method("no_such_method")
+        assert vec_env.get_attr("ep_length") == [4] * N_ENVS  # usable afterwards
+    vec_env.close()
+
+
+def test_sb3_render_mode_and_metadata_come_from_the_envs():
+    ours = fastvec.sb3_vec([make_custom_env] * 2, start_method="fork")
+    ref = SubprocVecEnv([make_custom_env] * 2, start_method="fork")
+    assert ours.render_mode == ref.render_mode == "rgb_array"
+    assert ours.metadata == ref.metadata == {"render_modes": ["human", "rgb_array"]}
+    ours.reset()
+    ref.reset()
+    for a, b in zip(ours.get_images(), ref.get_images(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    ours.close()
+    ref.close()
+    native = fastvec.sb3_vec("CartPole-v1", 2, seed=0)
+    assert native.render_mode is None and native.metadata == {"render_modes": []}
+    native.close()
+
+
+def test_sb3_env_is_wrapped_reports_the_real_wrappers():
+    """The envs' own wrappers, as DummyVecEnv reports them; monitor=True (fastvec adds Monitor's episode info
+    itself) reports Monitor for every env on top of that."""
+    fns = [
+        lambda: Monitor(gym.wrappers.TimeLimit(GoalEnv(), 10)),
+        lambda: gym.wrappers.TimeLimit(GoalEnv(), 10),
+        GoalEnv,
+    ]
+    ref = DummyVecEnv(fns)
+    plain = fastvec.sb3_vec(fns, monitor=False, start_method="fork")
+    monitored = fastvec.sb3_vec(fns, start_method="fork")
+    for cls in (Monitor, gym.wrappers.TimeLimit, gym.Wrapper, gym.wrappers.ClipReward):
+        assert plain.env_is_wrapped(cls) == ref.env_is_wrapped(cls)
+        assert plain.env_is_wrapped(cls, indices=[2, 0]) == ref.env_is_wrapped(cls, indices=[2, 0])
+    assert plain.env_is_wrapped(Monitor) == [True, False, False]
+    assert monitored.env_is_wrapped(Monitor) == [True, True, True]
+    assert monitored.env_is_wrapped(gym.wrappers.TimeLimit) == [True, True, False]
+    assert monitored.env_is_wrapped(gym.Wrapper, indices=-1) == [True]  # Monitor is a gym.Wrapper
+    for env in (ref, plain, monitored):
+        env.close()
+
+
+def test_her_reaches_compute_reward_through_env_method():
+    """HerReplayBuffer relabels goals with env_method("compute_reward", ..., indices=[0]): a short DQN + HER run
+    on SB3's BitFlippingEnv, and its rewards as the env computes them."""
+    from stable_baselines3 import DQN, HerReplayBuffer
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = fastvec.sb3_vec([lambda: BitFlippingEnv(n_bits=4, max_steps=4)], start_method="fork")
+    reference = BitFlippingEnv(n_bits=4, max_steps=4)
+    achieved = np.array([[0, 1, 0, 1], [1, 1, 1, 1]], dtype=np.int64)
+    desired = np.array([[0, 1, 0, 1], [0, 0, 0, 0]], dtype=np.int64)
+    got = env.env_method("compute_reward", achieved, desired, [{}, {}], indices=[0])
+    np.testing.assert_array_equal(got[0], reference.compute_reward(achieved, desired, [{}, {}]))
+    model = DQN(
+        "MultiInputPolicy",
+        env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs={"n_sampled_goal": 2, "goal_selection_strategy": "future"},
+        learning_starts=40,
+        train_freq=4,
+        seed=0,
+    )
+    model.learn(120)
+    sample = model.replay_buffer.sample(32)
+    recomputed = reference.compute_reward(
+        sample.next_observations["achieved_goal"].numpy(), sample.observations["desired_goal"].numpy(), [{}] * 32
+    )
+    np.testing.assert_array_equal(sample.rewards.numpy().ravel(), recomputed)
+    env.close()
+
+
+# -- Tianshou --------------------------------------------------------------------------------------------------
+
+
+def test_tianshou_get_and_set_env_attr_as_dummy_vector_env():
+    fns = [lambda i=i: goal_env(scale=i + 1.0) for i in range(4)]
+    ours = fastvec.tianshou_venv(fns, start_method="fork", num_workers=2)
+    ref = DummyVectorEnv(fns)
+    for envs in (ours, ref):
+        envs.reset()
+        assert envs.get_env_attr("scale") == [1.0, 2.0, 3.0, 4.0]
+        assert envs.get_env_attr("scale", 2) == [3.0]
+        assert envs.get_env_attr("scale", np.array([3, 1])) == [4.0, 2.0]
+        envs.set_env_attr("difficulty", 7, id=[1, 2])  # on env.unwrapped: the env's step sees it
+        assert envs.get_env_attr("difficulty") == [1, 7, 7, 1]
+        _, rew, *_ = envs.step(np.zeros(4, np.int64))
+        assert rew.tolist() == [1.0, 7.0, 7.0, 1.0]
+        envs.set_env_attr("new_attr", "n")
+        assert envs.get_env_attr("new_attr") == ["n"] * 4
+        assert envs.spec == [None] * 4  # (GoalEnv is not registered)
+        assert envs.metadata == [GoalEnv.metadata] * 4
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        ours.get_env_attr("nothing")
+    ours.close()
+    ref.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        ours.get_env_attr("scale")
+    # spec and metadata: SubprocVectorEnv reads the outermost wrapper's (DummyVectorEnv reads env.unwrapped's, a
+    # spec without the TimeLimit's max_episode_steps)
+    ours = fastvec.tianshou_venv([lambda: gym.make("CartPole-v1")] * 2, start_method="fork")
+    ref = SubprocVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    assert ours.spec == ref.spec and ours.spec[0].id == "CartPole-v1" and ours.spec[0].max_episode_steps == 500
+    assert ours.metadata == ref.metadata and ours.metadata[0]["render_fps"] == 50
+    ours.close()
+    ref.close()
+
+
+def test_tianshou_async_refuses_stepping_envs_only():
+    envs = fastvec.tianshou_venv(
+        [lambda i=i: goal_env(scale=i + 1.0) for i in range(4)], batch_size=2, start_method="fork", num_workers=1
+    )
+    envs.reset()
+    envs.step(np.zeros(4, np.int64))  # returns 2 envs; the other 2 are still stepping
+    stepping, ready = envs.waiting_id, envs.ready_id
+    assert len(stepping) == 2
+    with pytest.raises(RuntimeError, match=f"env {stepping[0]} is in flight"):
+        envs.get_env_attr("scale", stepping[0])
+    assert envs.get_env_attr("scale", ready) == [r + 1.0 for r in ready]
+    envs.step(None)
+    assert envs.get_env_attr("t") == [1, 1, 1, 1]
+    envs.close()
