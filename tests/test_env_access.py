@@ -603,6 +603,36 @@ def test_sb3_env_is_wrapped_reports_the_real_wrappers():
         env.close()
 
 
+def test_sb3_monitor_false_passes_the_envs_own_monitor_episode_info():
+    """An env the user wrapped in Monitor reports it (monitor=False), so SB3's evaluate_policy counts episodes by
+    Monitor's episode info: that info reaches SB3, as DummyVecEnv passes it, and evaluate_policy agrees."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    class Zeros:  # a policy: evaluate_policy needs only predict
+        def predict(self, obs, state=None, episode_start=None, deterministic=False):
+            return np.zeros(len(obs), np.int64), None
+
+    fns = [lambda i=i: Monitor(gym.wrappers.TimeLimit(GoalEnv(scale=i + 1.0), 5 + i)) for i in range(2)]
+    ours = fastvec.sb3_vec(fns, monitor=False, start_method="fork")
+    ref = DummyVecEnv(fns)
+    assert ours.env_is_wrapped(Monitor) == ref.env_is_wrapped(Monitor) == [True, True]
+    ours.reset()
+    ref.reset()
+    for _ in range(6):
+        *_, got = ours.step(np.zeros(2, np.int64))
+        *_, want = ref.step(np.zeros(2, np.int64))
+        for g, w in zip(got, want, strict=True):
+            assert ("episode" in g) == ("episode" in w)
+            if "episode" in w:
+                assert (g["episode"]["r"], g["episode"]["l"]) == (w["episode"]["r"], w["episode"]["l"])
+                assert isinstance(g["episode"]["r"], float) and isinstance(g["episode"]["l"], int)
+    assert evaluate_policy(Zeros(), ours, n_eval_episodes=4, return_episode_rewards=True) == evaluate_policy(
+        Zeros(), ref, n_eval_episodes=4, return_episode_rewards=True
+    )
+    ours.close()
+    ref.close()
+
+
 def test_her_reaches_compute_reward_through_env_method():
     """HerReplayBuffer relabels goals with env_method("compute_reward", ..., indices=[0]): a short DQN + HER run
     on SB3's BitFlippingEnv, and its rewards as the env computes them."""

@@ -87,12 +87,17 @@ class SB3VecEnv(VecEnv):
             final_obs = info["final_obs"]
             ep_return, ep_length = info["episode_return"], info["episode_length"]
             t = round(time.time() - self._t_start, 6)
+            # With monitor=False, the episode info of an env the user wrapped in Monitor (env_is_wrapped(Monitor)
+            # says so, and evaluate_policy then counts episodes by it).
+            own = None if self.monitor else info["final_info"].get("episode")
             for i in np.flatnonzero(info["_final_obs"]):
                 d = infos[i]
                 d["terminal_observation"] = final_obs[i]
                 d["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
                 if self.monitor:
                     d["episode"] = {"r": float(ep_return[i]), "l": int(ep_length[i]), "t": t}
+                elif own is not None and info["final_info"]["_episode"][i]:
+                    d["episode"] = _env_values(own, i)
                 self.reset_infos[i] = {}
         return obs, reward, dones, infos
 
@@ -154,6 +159,17 @@ class SB3VecEnv(VecEnv):
             if not -self.num_envs <= i < self.num_envs:
                 raise IndexError(f"env index {i} out of range for {self.num_envs} envs")
         return [int(i) % self.num_envs for i in idx]
+
+
+def _env_values(batched: dict[str, Any], i: int) -> dict[str, Any]:
+    """Env ``i``'s entries of an info dict batched as gymnasium batches them (``key``, and its mask ``_key``)."""
+    out = {}
+    for key, value in batched.items():
+        if key.startswith("_") or not batched[f"_{key}"][i]:
+            continue
+        item = _env_values(value, i) if isinstance(value, dict) else value[i]
+        out[key] = item.item() if isinstance(item, np.generic) else item
+    return out
 
 
 def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> SB3VecEnv:
