@@ -15,6 +15,21 @@ MODES = {
 }
 _MAX_SEED = 2**64
 
+# What VectorEnv.env_call runs on each env, as the upstream vector envs do it (the worker's _ENV_CALLS):
+ENV_CALL_KINDS = (
+    "get",  # env.get_wrapper_attr(name): SB3's get_attr, Tianshou's get_env_attr
+    "call",  # get_wrapper_attr(name), called with the arguments if callable: gymnasium's call and get_attr
+    "method",  # get_wrapper_attr(name)(*args, **kwargs): SB3's env_method
+    "set",  # env.set_wrapper_attr(name, value): gymnasium's set_attr
+    "set_outer",  # setattr(env, name, value), on the outermost wrapper: SB3's set_attr
+    "set_unwrapped",  # setattr(env.unwrapped, name, value): Tianshou's set_env_attr
+    "is_wrapped",  # whether a wrapper of class args[0] wraps the env: SB3's env_is_wrapped
+)
+SET_KINDS = ("set", "set_outer", "set_unwrapped")  # their args: one value per env
+# Names env_call does not call: the pool owns the envs' resets, steps and lifetime (gymnasium's AsyncVectorEnv
+# refuses the same names in call()).
+POOL_METHODS = ("reset", "step", "close")
+
 
 def available_cores() -> int:
     try:
@@ -96,9 +111,9 @@ def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int) -> np.nda
     return ids
 
 
-def check_env_ids(env_id: Any, num_envs: int) -> np.ndarray:
-    """``env_id`` (an int, a list or a 1-D array of env indices) as int32, each in [0, num_envs) and listed once;
-    a TypeError or ValueError with the value as given otherwise."""
+def check_env_ids(env_id: Any, num_envs: int, unique: bool = True) -> np.ndarray:
+    """``env_id`` (an int, a list or a 1-D array of env indices) as int32, each in [0, num_envs) and (``unique``)
+    listed once; a TypeError or ValueError with the value as given otherwise."""
     given = [env_id] if isinstance(env_id, int) else env_id
     if isinstance(given, (list, tuple)) and all(
         isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given
@@ -117,7 +132,7 @@ def check_env_ids(env_id: Any, num_envs: int) -> np.ndarray:
     if bad.any():
         raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {num_envs})")
     ids = ids.astype(np.int32)
-    if len(np.unique(ids)) != len(ids):
+    if unique and len(np.unique(ids)) != len(ids):
         values, counts = np.unique(ids, return_counts=True)
         raise ValueError(f"env_id {values[counts > 1][0]} is listed twice")
     return ids

@@ -1,17 +1,21 @@
 """fastvec.VectorEnv: the one gymnasium VectorEnv of fastvec, over either backend.
 
 Two backends implement the same small protocol (:class:`Backend`): the native pool
-(``fastvec._core.Pool``, C++ threads) and the Python-env pool (:class:`fastvec.pyenv.pool.PyEnvPool`,
-worker processes). Each owns its envs' states and checks the calls that depend on them (actions, env ids,
-which env may be sent or reset); both return :class:`fastvec._core.Result` batches. Everything above that
-is written here once: ``make``'s routing, the arguments of reset, seeding, partial resets, the sync/async
-rules of ``step``, and the info dict gymnasium's vector envs build.
+(:class:`NativePool`: ``fastvec._core.Pool``, C++ threads) and the Python-env pool
+(:class:`fastvec.pyenv.pool.PyEnvPool`, worker processes). Each owns its envs' states and checks the calls
+that depend on them (actions, env ids, which env may be sent or reset); both return
+:class:`fastvec._core.Result` batches. Everything above that is written here once: ``make``'s routing, the
+arguments of reset, seeding, partial resets, the sync/async rules of ``step``, the info dict gymnasium's
+vector envs build, and the arguments of the per-env calls (``call``, ``get_attr``, ``set_attr``,
+:meth:`VectorEnv.env_call`).
 """
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
@@ -21,7 +25,10 @@ from gymnasium.vector.utils import batch_space
 
 import fastvec._core as _core
 from fastvec._args import (
+    ENV_CALL_KINDS,
     MODES,
+    POOL_METHODS,
+    SET_KINDS,
     autoreset_mode_name,
     available_cores,
     check_env_ids,
@@ -74,6 +81,11 @@ class Backend(Protocol):
 
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
+
+    def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        """Runs ``kind`` (one of ``fastvec._args.ENV_CALL_KINDS``) of attribute ``name`` on each env of ``env_id``
+        (checked int32 ids, which may repeat); the results in that order. The set kinds take one value per env
+        in ``args``; the façade has checked the kind, the name and the values."""
 
     def close(self) -> None: ...
 
@@ -165,7 +177,7 @@ def make(
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     options = _env_options(entry, env_kwargs)
     string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
-    native = _core.Pool(
+    native = NativePool(
         entry.native,
         num_envs,
         batch_size,
@@ -176,13 +188,14 @@ def make(
         secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
         options,
         string_options,
+        entry=entry,
+        keywords={**entry.options, **env_kwargs},
     )
-    spec = native.spec()
     return VectorEnv(
         native,
         MODES[mode],
-        _space("obs", spec),
-        _space("action", spec),
+        native.single_observation_space,
+        native.single_action_space,
         max_episode_steps=max_episode_steps or None,
         entry=entry,
         seed=seed,
@@ -196,6 +209,90 @@ def _check_seed_range(seed: int, num_envs: int) -> None:
             f"seed: env i is seeded with seed + i, which must stay below 2**64; seed must be at most "
             f"{2**64 - num_envs} for {num_envs} envs, got {seed}"
         )
+
+
+class NativePool(_core.Pool):
+    """The native backend: ``fastvec._core.Pool`` and what its envs are as Python sees them. A native env has no
+    Python object: :meth:`env_call` answers the attributes it really has (``spec``, ``render_mode``,
+    ``metadata``, the single-env ``observation_space``/``action_space``, and each option it was made with, by
+    name) and raises an AttributeError naming the env for the rest; nothing can be set."""
+
+    def __init__(
+        self,
+        env: str,
+        num_envs: int,
+        batch_size: int,
+        num_threads: int,
+        block_size: int,
+        max_episode_steps: int,
+        autoreset_mode: str,
+        seed: int,
+        options: dict[str, float],
+        string_options: dict[str, str],
+        *,
+        entry: EnvEntry,
+        keywords: dict[str, Any],
+    ) -> None:
+        """``_core.Pool``'s arguments, then the registry entry and the env's options as given (defaults filled in)."""
+        super().__init__(
+            env,
+            num_envs,
+            batch_size,
+            num_threads,
+            block_size,
+            max_episode_steps,
+            autoreset_mode,
+            seed,
+            options,
+            string_options,
+        )
+        spec = self.spec()
+        self.label = f"fastvec's native {entry.id}"
+        self.single_observation_space = _space("obs", spec)
+        self.single_action_space = _space("action", spec)
+        self._attributes: dict[str, Any] = {
+            **keywords,
+            # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) (as the spec fastvec
+            # registers with gymnasium, with the options and episode limit of this pool).
+            "spec": gym.envs.registration.EnvSpec(
+                id=f"fastvec/{entry.id}",
+                vector_entry_point=_MakeNative(entry.id),
+                max_episode_steps=max_episode_steps or None,
+                reward_threshold=entry.reward_threshold,
+                kwargs=dict(keywords),
+            ),
+            "render_mode": None,
+            "metadata": {"render_modes": []},
+            "observation_space": self.single_observation_space,
+            "action_space": self.single_action_space,
+        }
+
+    def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
+        if kind in SET_KINDS:
+            raise AttributeError(
+                f"{self.label} has no Python env object: its attributes cannot be set ({name!r}); its options are "
+                "keyword arguments of fastvec.make"
+            )
+        if kind == "is_wrapped":  # no gymnasium wrapper wraps a native env
+            return [False] * len(env_id)
+        if name not in self._attributes:
+            known = ", ".join(sorted(self._attributes))
+            raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
+        value = self._attributes[name]
+        if kind == "method":  # SB3's env_method calls what it gets
+            raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
+        return [copy.deepcopy(value) for _ in range(len(env_id))]
+
+
+@dataclass(frozen=True)
+class _MakeNative:
+    """``fastvec.make(env_id, ...)`` as a vector entry point that compares by value (a spec's copies compare equal)."""
+
+    env_id: str
+
+    def __call__(self, **kwargs: Any) -> VectorEnv:
+        return make(self.env_id, **kwargs)
 
 
 def _is_native(env_id: str) -> bool:
@@ -287,6 +384,7 @@ class VectorEnv(gym.vector.VectorEnv):
         entry: EnvEntry | None = None,
         metadata: dict[str, Any] | None = None,
         spec: Any = None,
+        render_mode: str | None = None,
         seed: int | None = None,
         episode_stats: bool = False,
     ) -> None:
@@ -302,7 +400,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(single_observation_space, self.batch_size)
         self.action_space = batch_space(single_action_space, self.batch_size)
         self.metadata = {"render_modes": [], **(metadata or {}), "autoreset_mode": autoreset_mode}
-        self.render_mode = None
+        self.render_mode = render_mode  #: the first env's (gymnasium's AsyncVectorEnv takes it from its first env)
         self.spec = spec
         self._mode = autoreset_mode
         self._episode_stats = episode_stats
@@ -313,6 +411,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self._pending_seeds: list[int | None] | None = None
         if seed is not None:
             self._pending_seeds = self._int_seeds(seed, range(self.num_envs))
+        self._all_env_ids = np.arange(self.num_envs, dtype=np.int32)
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -407,6 +506,95 @@ class VectorEnv(gym.vector.VectorEnv):
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
         (after sending only some) and returns their rows."""
         return self._result(self._pool.recv_rest())
+
+    # -- per-env access ----------------------------------------------------
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Calls method ``name`` of every env with ``args`` and ``kwargs`` and returns the results in env order, as
+        gymnasium's ``AsyncVectorEnv.call`` does (an attribute that is not callable comes back as it is).
+
+        >>> env = fastvec.make([lambda: gymnasium.make("CartPole-v1")] * 2)
+        >>> env.call("gravity")
+        (9.8, 9.8)
+        """
+        return tuple(self.env_call("call", name, args, kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of every env, in env order: ``call(name)``, as gymnasium defines it (so a method is
+        called, without arguments)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Sets attribute ``name`` of every env (``env.set_wrapper_attr(name, value)``, as gymnasium's vector envs
+        do): ``values`` is a list or tuple of one value per env, or any other object, set in every env."""
+        self._check_open()
+        if not isinstance(values, (list, tuple)):
+            values = [values for _ in range(self.num_envs)]
+        if len(values) != self.num_envs:
+            raise ValueError(
+                "Values must be a list or tuple with length equal to the number of environments. "
+                f"Got `{len(values)}` values for {self.num_envs} environments."
+            )
+        self.env_call("set", name, values)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each env's frame, in env order: ``call("render")``, as gymnasium's AsyncVectorEnv renders (None when
+        the envs have no render mode, as native envs have none)."""
+        if self.render_mode is None:
+            self._check_open()
+            return None
+        return self.call("render")
+
+    def env_call(
+        self,
+        kind: str,
+        name: str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        env_ids: Any = None,
+    ) -> list[Any]:
+        """Runs ``kind`` of attribute ``name`` on the envs ``env_ids`` (every env if None; an id may be listed
+        twice) and returns their results in that order: what :meth:`call`, :meth:`get_attr`, :meth:`set_attr`
+        and the adapters' per-env calls are made of. ``kind`` says how, as the upstream vector envs do it:
+
+        - ``"get"``: ``env.get_wrapper_attr(name)`` (SB3's ``get_attr``, Tianshou's ``get_env_attr``);
+        - ``"call"``: that attribute called with ``args`` and ``kwargs`` if callable, else itself (gymnasium's
+          ``call``); ``"method"``: called in any case (SB3's ``env_method``);
+        - ``"set"``: ``env.set_wrapper_attr(name, value)`` (gymnasium's ``set_attr``); ``"set_outer"``:
+          ``setattr(env, name, value)`` on the outermost wrapper (SB3's ``set_attr``); ``"set_unwrapped"``:
+          ``setattr(env.unwrapped, name, value)`` (Tianshou's ``set_env_attr``); ``args`` has one value per env;
+        - ``"is_wrapped"``: whether a wrapper of class ``args[0]`` wraps the env (SB3's ``env_is_wrapped``).
+
+        >>> env.env_call("method", "compute_reward", (achieved, desired, infos), env_ids=[0])
+
+        In the Python-env pool each env runs it in its worker process; an env in flight (async mode) is
+        refused, and an exception the env raises comes back with its own type and a note naming the env (with
+        the worker's traceback). A native env has no Python object: it answers the attributes it really has
+        (``spec``, ``render_mode``, ``metadata``, its single-env spaces and its options, by name), raises an
+        AttributeError naming the env for the others, and refuses every set.
+        """
+        self._check_open()
+        if kind not in ENV_CALL_KINDS:
+            raise ValueError(f"kind must be one of {ENV_CALL_KINDS}, got {kind!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"the attribute name must be a str, got {type(name).__name__} {name!r}")
+        if kind in ("call", "method") and name in POOL_METHODS:
+            raise ValueError(
+                f"Trying to call function `{name}` with `call`, use `{name}` directly instead: the pool resets, "
+                "steps and closes the envs itself (and counts their steps)"
+            )
+        ids = self._all_env_ids if env_ids is None else check_env_ids(env_ids, self.num_envs, unique=False)
+        args = tuple(args)
+        kwargs = dict(kwargs or {})
+        if kind in SET_KINDS and len(args) != len(ids):
+            raise ValueError(f"{kind} {name!r}: args must hold one value per env ({len(ids)}), got {len(args)}")
+        if kind == "is_wrapped" and (len(args) != 1 or not isinstance(args[0], type)):
+            raise TypeError(f"is_wrapped takes one argument, a wrapper class; got {args!r}")
+        if kwargs and kind not in ("call", "method"):
+            raise TypeError(f"{kind} takes no keyword arguments, got {sorted(kwargs)}")
+        if len(ids) == 0:
+            return []
+        return self._pool.env_call(ids, kind, name, args, kwargs)
 
     def __enter__(self) -> VectorEnv:
         return self
@@ -575,6 +763,7 @@ class PyVectorEnv(VectorEnv):
             max_episode_steps=pool.max_episode_steps,
             metadata=pool.metadata,
             spec=pool.spec,
+            render_mode=pool.render_mode,
             seed=seed,
             episode_stats=episode_stats,
         )

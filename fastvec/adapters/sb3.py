@@ -11,7 +11,9 @@ list of info dicts.
 
 from __future__ import annotations
 
+import pickle
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,9 +31,6 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 from fastvec._args import autoreset_mode_name
 from fastvec.vector import VectorEnv, info_rows, make
 
-# Attributes every env of a pool shares, answered by get_attr without a Python env object.
-_SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
-
 
 class SB3VecEnv(VecEnv):
     """A ``stable_baselines3`` ``VecEnv`` over a :class:`fastvec.VectorEnv` made with
@@ -41,6 +40,9 @@ class SB3VecEnv(VecEnv):
     their info dict and, with ``monitor=True``, Monitor's ``episode`` dict
     (``r``, ``l``, ``t``), so the env behaves like ``make_vec_env``'s
     Monitor-wrapped envs and ``env_is_wrapped(Monitor)`` says so.
+
+    ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` reach the envs as ``SubprocVecEnv``'s do
+    (through :meth:`fastvec.VectorEnv.env_call`); ``render_mode`` and ``metadata`` are the envs'.
     """
 
     def __init__(self, env: VectorEnv, monitor: bool = True) -> None:
@@ -107,45 +109,58 @@ class SB3VecEnv(VecEnv):
     # -- attributes -------------------------------------------------------
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """Attributes the envs share (``render_mode``, the single-env spaces, ``spec``, ...)."""
-        idx = self._indices(indices)
-        if attr_name not in _SHARED_ATTRS:
-            raise AttributeError(f"{self.env.label} has no Python env object; get_attr answers only {_SHARED_ATTRS}")
-        value = {
-            "render_mode": None,
-            "observation_space": self.env.single_observation_space,
-            "action_space": self.env.single_action_space,
-            "spec": None,
-            "metadata": {"render_modes": []},
-            "reward_range": (-float("inf"), float("inf")),
-        }[attr_name]
-        return [value for _ in idx]
+        """Each env's ``env.get_wrapper_attr(attr_name)``, as ``SubprocVecEnv``'s (a native env: the attributes it
+        has, see :meth:`fastvec.VectorEnv.env_call`)."""
+        return self.env.env_call("get", attr_name, env_ids=self._indices(indices))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        raise AttributeError(
-            f"{self.env.label} has no Python env object: cannot set {attr_name!r}; "
-            "env options are keyword arguments of fastvec.sb3_vec"
-        )
+        """``setattr(env, attr_name, value)`` on each env, as ``SubprocVecEnv``: on the outermost wrapper (to set an
+        attribute the env itself has, ``env_method("set_wrapper_attr", name, value)``)."""
+        idx = self._indices(indices)
+        self.env.env_call("set_outer", attr_name, [value] * len(idx), env_ids=idx)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        raise AttributeError(f"{self.env.label} has no Python env object: cannot call {method_name!r}")
+        """Each env's ``env.get_wrapper_attr(method_name)(*method_args, **method_kwargs)``, as ``SubprocVecEnv``'s
+        (``reset``, ``step`` and ``close`` are the pool's own, and refused)."""
+        return self.env.env_call("method", method_name, method_args, method_kwargs, env_ids=self._indices(indices))
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every env has ``attr_name`` (one whose value cannot be pickled back to this process has it)."""
+        try:
+            self.get_attr(attr_name)
+        except AttributeError:
+            return False
+        except pickle.PicklingError:
+            return True
+        return True
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        """True only for ``Monitor`` with ``monitor=True``: the pool adds Monitor's ``episode`` info itself."""
-        wrapped = self.monitor and issubclass(Monitor, wrapper_class)
-        return [wrapped for _ in self._indices(indices)]
+        """Whether each env is wrapped in ``wrapper_class`` (SB3's ``is_wrapped``, in the env's worker), or, for
+        ``Monitor`` and its bases with ``monitor=True``, True: the pool then adds Monitor's ``episode`` info itself."""
+        idx = self._indices(indices)
+        builtin = self.monitor and issubclass(Monitor, wrapper_class)
+        wrapped = self.env.env_call("is_wrapped", wrapper_class.__name__, (wrapper_class,), env_ids=idx)
+        return [builtin or w for w in wrapped]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        raise NotImplementedError(f"{self.env.label} does not render")
+        """Each env's ``render()``, as ``SubprocVecEnv``'s (``render_mode="rgb_array"`` only)."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None for _ in range(self.num_envs)]
+        return self.env.env_call("method", "render")
 
     def _indices(self, indices: VecEnvIndices) -> list[int]:
+        """SB3's indices (None, an int, or a list; negative ones count from the end) as env ids."""
         idx = list(self._get_indices(indices))
         for i in idx:
             if not -self.num_envs <= i < self.num_envs:
                 raise IndexError(f"env index {i} out of range for {self.num_envs} envs")
-        return idx
+        return [int(i) % self.num_envs for i in idx]
 
 
 def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> SB3VecEnv:

@@ -28,8 +28,6 @@ import numpy as np
 from fastvec._args import autoreset_mode_name
 from fastvec.vector import VectorEnv, info_rows, make
 
-_SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "reward_range")
-
 
 class TianshouVectorEnv:
     """Tianshou's vector-env protocol (``BaseVectorEnv``'s methods and return
@@ -38,7 +36,8 @@ class TianshouVectorEnv:
     ``step`` returns ``(obs, rew, terminated, truncated, info)`` with ``info`` a
     numpy object array of dicts, each with ``env_id``; ``reset`` returns
     ``(obs, info)``. ``wait_num < env_num`` makes it asynchronous, for
-    Tianshou's ``AsyncCollector``.
+    Tianshou's ``AsyncCollector``. ``get_env_attr``/``set_env_attr`` reach the envs
+    (through :meth:`fastvec.VectorEnv.env_call`), and so do ``spec`` and ``metadata``.
     """
 
     def __init__(self, env: VectorEnv, wait_num: int | None = None) -> None:
@@ -70,33 +69,29 @@ class TianshouVectorEnv:
 
     @property
     def spec(self) -> list[Any]:
-        return [None] * self.env_num
+        return self.get_env_attr("spec")
 
     @property
     def metadata(self) -> list[dict[str, Any]]:
-        return [{"render_modes": []} for _ in range(self.env_num)]
+        return self.get_env_attr("metadata")
 
     @property
     def reward_range(self) -> list[tuple[float, float]]:
         return [(-float("inf"), float("inf"))] * self.env_num
 
     def get_env_attr(self, key: str, id: int | Sequence[int] | np.ndarray | None = None) -> list[Any]:
-        """Attributes the envs share (the single-env spaces, ``spec``, ``metadata``, ``render_mode``)."""
+        """Attribute ``key`` of the envs ``id`` (all if None), in that order: ``env.get_wrapper_attr(key)``, the
+        attribute of the outermost wrapper that has it. (``SubprocVectorEnv`` reads the outermost wrapper only and
+        gives None where it lacks the attribute, ``DummyVectorEnv`` reads ``env.unwrapped``; here an attribute no
+        layer has is an AttributeError.) An env that is stepping is refused, as Tianshou refuses it."""
         self._check_open()
-        ids = self._ids(id)
-        if key not in _SHARED_ATTRS:
-            raise AttributeError(
-                f"{self.env.label} has no Python env object; get_env_attr answers only {_SHARED_ATTRS}"
-            )
-        if key == "render_mode":
-            return [None for _ in ids]
-        return [getattr(self, key)[i] for i in ids]
+        return self.env.env_call("get", key, env_ids=self._ids(id))
 
     def set_env_attr(self, key: str, value: Any, id: int | Sequence[int] | np.ndarray | None = None) -> None:
-        raise AttributeError(
-            f"{self.env.label} has no Python env object: cannot set {key!r}; "
-            "env options are keyword arguments of fastvec.tianshou_venv"
-        )
+        """``setattr(env.unwrapped, key, value)`` on the envs ``id`` (all if None), as Tianshou's workers do."""
+        self._check_open()
+        ids = self._ids(id)
+        self.env.env_call("set_unwrapped", key, [value] * len(ids), env_ids=ids)
 
     # -- stepping ---------------------------------------------------------------
 

@@ -37,7 +37,8 @@ HAS_ERROR = 2  #: the env raised (or returned what its space cannot hold); the m
 
 # A side-channel message: a header (key, payload size), then the pickled payload. The key is the env id
 # for an env's message, so that the parent files it by env without unpickling it; start-up messages
-# (spaces, ready, init_error) carry the key -1 - worker index.
+# (spaces, ready, init_error) and then the replies to env calls carry the key -1 - worker index. A request
+# on a worker's call pipe has the same header, its key being the call's sequence number.
 MESSAGE_HEADER = struct.Struct("<qQ")
 
 
@@ -193,7 +194,18 @@ def wait_readable(fds: list[int], timeout: float) -> set[int]:
     poll, not select: select.select refuses file descriptors numbered 1024 or more, which a
     process that also runs other pools (or many subprocesses) reaches.
     """
+    return wait_ready(fds, [], timeout)
+
+
+def wait_ready(readable: list[int], writable: list[int], timeout: float) -> set[int]:
+    """The fds among ``readable`` that are readable and among ``writable`` that have room (either: or hung
+    up) within ``timeout`` seconds. An fd in both lists counts as ready for either."""
     poller = select.poll()
-    for fd in fds:
-        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    events: dict[int, int] = {}
+    for fd in readable:
+        events[fd] = events.get(fd, 0) | select.POLLIN | select.POLLHUP | select.POLLERR
+    for fd in writable:
+        events[fd] = events.get(fd, 0) | select.POLLOUT | select.POLLHUP | select.POLLERR
+    for fd, mask in events.items():
+        poller.register(fd, mask)
     return {fd for fd, _ in poller.poll(max(0, int(timeout * 1000)))}

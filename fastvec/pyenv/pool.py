@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec._args import MODES, autoreset_mode_name, available_cores, check_env_ids, check_int
+from fastvec._args import MODES, SET_KINDS, autoreset_mode_name, available_cores, check_env_ids, check_int
 from fastvec._core import EnvError, Result
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
@@ -51,6 +51,7 @@ from fastvec.pyenv.layout import (
     leaves,
     unflatten,
     wait_readable,
+    wait_ready,
 )
 
 _FRESH, _IDLE, _IN_FLIGHT = 0, 1, 2
@@ -348,6 +349,7 @@ class PyEnvPool:
                         )
             self.metadata = spaces[0][3]
             self.spec = spaces[0][4]
+            self.render_mode = spaces[0][5]
             self.single_observation_space = obs_space
             self.single_action_space = act_space
             self._action_space = batch_space(act_space, batch_size)  # for messages
@@ -389,6 +391,10 @@ class PyEnvPool:
         self._observing = False  # the batch in flight is a partial reset that returns every env's row
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
+        self._call_seq = 0  # the sequence number of the last env call
+        # Per worker, the bytes of its call requests not yet in its call pipe (the rest of a request that an
+        # exception interrupted goes out ahead of the next one, so that the worker never reads a torn request).
+        self._call_out = [bytearray() for _ in range(num_workers)]
 
     def _start_workers(
         self, env_fns: list[Callable[[], gym.Env]], bounds: np.ndarray, memfd: int, config: dict[str, Any]
@@ -403,25 +409,28 @@ class PyEnvPool:
         self._res.conns += [results_r, results_w]
         self._wake: list[Any] = []
         self._sides: list[Any] = []
+        calls: list[Any] = []
         child_ends = []
         try:
             for w in range(self.num_workers):
                 wake_r, wake_w = ctx.Pipe(duplex=False)
                 side_r, side_w = ctx.Pipe(duplex=False)
-                self._res.conns += [wake_w, side_r]
-                child_ends += [wake_r, side_w]
+                call_r, call_w = ctx.Pipe(duplex=False)
+                self._res.conns += [wake_w, side_r, call_w]
+                child_ends += [wake_r, side_w, call_r]
                 lo, hi = int(bounds[w]), int(bounds[w + 1])
                 blob = cloudpickle.dumps(env_fns[lo:hi])
                 proc = ctx.Process(
                     target=_worker.run,
                     name=f"fastvec-pyenv-{w}",
                     daemon=True,
-                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, results_w, side_w, config),
+                    args=(w, lo, hi, blob, _worker.SharedFd(memfd), wake_r, results_w, side_w, call_r, config),
                 )
                 proc.start()
                 self._res.procs.append(proc)
                 self._wake.append(wake_w)
                 self._sides.append(side_r)
+                calls.append(call_w)
         finally:
             for conn in child_ends:
                 conn.close()
@@ -433,6 +442,9 @@ class PyEnvPool:
         for fd in self._side_fds:
             os.set_blocking(fd, False)
         self._side_bufs = [bytearray() for _ in range(self.num_workers)]
+        self._call_fds = [c.fileno() for c in calls]
+        for fd in self._call_fds:
+            os.set_blocking(fd, False)
         self._procs = list(self._res.procs)
         self._sentinels = [p.sentinel for p in self._procs]
         self._block_fds = [self._results_fd, *self._sentinels, *self._side_fds]
@@ -528,6 +540,41 @@ class PyEnvPool:
         self._enter("reset")
         try:
             self._drain()
+        finally:
+            self._leave()
+
+    def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        """Runs ``kind`` (one of fastvec._args.ENV_CALL_KINDS) of attribute ``name`` on each env of ``env_id``
+        (checked by the façade; may repeat) in its worker, and returns the results in that order; for the set
+        kinds ``args`` holds one value per env. An env in flight is refused (as gymnasium's AsyncVectorEnv
+        refuses a call while a step is pending); the other envs of its worker may be: the worker answers once
+        it has stepped them. An exception of an env is raised here with its own type, a note naming the env
+        and the worker's traceback (the first env's, in ``env_id`` order, when several raise)."""
+        self._enter("env_call")
+        try:
+            ids = np.asarray(env_id, dtype=np.int32).reshape(-1).tolist()
+            state = self._state
+            for e in ids:
+                if state[e] == _IN_FLIGHT:
+                    raise RuntimeError(
+                        f"env {e} is in flight (sent, its result not received yet); receive its result before "
+                        f"accessing its attributes ({name!r})"
+                    )
+            blobs = self._call_blobs(kind, name, args, kwargs, len(ids))
+            self._call_seq += 1
+            seq = self._call_seq
+            rows: dict[int, list[int]] = {}  # per worker, the positions in ids of its envs
+            for r, e in enumerate(ids):
+                rows.setdefault(int(self._worker_of[e]), []).append(r)
+            for w, mine in rows.items():
+                payload = pickle.dumps((kind, name, [(ids[r], blobs[r]) for r in mine]), pickle.HIGHEST_PROTOCOL)
+                self._call_out[w] += MESSAGE_HEADER.pack(seq, len(payload)) + payload
+            self._write_calls(list(rows))
+            replies: list[tuple] = [()] * len(ids)
+            for w, mine in rows.items():
+                for r, reply in zip(mine, self._await_call_reply(w, seq), strict=True):
+                    replies[r] = reply
+            return [self._call_result(e, kind, name, reply) for e, reply in zip(ids, replies, strict=True)]
         finally:
             self._leave()
 
@@ -804,6 +851,115 @@ class PyEnvPool:
         self._in_flight -= n
         self._state[ids] = _IDLE
         return ids, {e: self._messages.pop(e) for e in flagged}
+
+    @staticmethod
+    def _call_blobs(kind: str, name: str, args: tuple, kwargs: dict[str, Any], n: int) -> list[bytes]:
+        """Each target env's pickled ``(args, kwargs)`` (the same bytes when they are shared: each env unpickles
+        its own copy); a TypeError before anything is sent if they cannot be pickled."""
+        import cloudpickle
+
+        try:
+            if kind not in SET_KINDS:
+                return [cloudpickle.dumps((args, kwargs), pickle.HIGHEST_PROTOCOL)] * n
+            if all(v is args[0] for v in args):
+                return [cloudpickle.dumps(((args[0],), {}), pickle.HIGHEST_PROTOCOL)] * n
+            return [cloudpickle.dumps(((v,), {}), pickle.HIGHEST_PROTOCOL) for v in args]
+        except Exception as exc:
+            what = "the value" if kind in SET_KINDS else "the arguments"
+            raise TypeError(
+                f"{what} for {name!r} cannot be pickled to be sent to the envs' worker processes: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _write_calls(self, workers: list[int]) -> None:
+        """Writes the pending call requests of ``workers`` into their call pipes; while a pipe is full, takes
+        what the workers write meanwhile (a worker blocked on a full side pipe reads no requests)."""
+        pending = [w for w in workers if self._call_out[w]]
+        while pending:
+            for w in pending:
+                out = self._call_out[w]
+                try:
+                    del out[: os.write(self._call_fds[w], out)]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:  # the worker is gone
+                    self._check_workers(wait=0.5)
+                    raise
+            pending = [w for w in pending if self._call_out[w]]
+            if not pending:
+                return
+            if self._closing:
+                raise RuntimeError("the pool is closed")
+            ready = wait_ready(
+                [self._results_fd, *self._sentinels, *self._side_fds],
+                [self._call_fds[w] for w in pending],
+                _POLL_SECONDS,
+            )
+            self._take_wakeups(ready)
+            self._check_workers(wait=0.05 if not ready.isdisjoint(self._sentinels) else 0.0)
+
+    def _await_call_reply(self, w: int, seq: int) -> list[tuple]:
+        """Worker ``w``'s per-env replies to env call ``seq`` (a reply to an earlier call that an exception
+        interrupted is dropped)."""
+        key = -1 - w
+        while True:
+            self._pull(w)
+            blob = self._messages.pop(key, None)
+            if blob is not None:
+                got, replies = pickle.loads(blob)
+                if got == seq:
+                    return replies
+                continue
+            if self._closing:
+                raise RuntimeError("the pool is closed")
+            ready = wait_readable([self._side_fds[w], self._sentinels[w], self._results_fd], _POLL_SECONDS)
+            self._take_wakeups(ready)
+            if self._side_fds[w] not in ready:
+                self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
+
+    def _take_wakeups(self, ready: set[int]) -> None:
+        """Empties the results pipe if it is among ``ready`` (its bytes are hints: the counters say what is done)
+        and takes what the side pipes among them hold, so that a wait does not find them ready again."""
+        if self._results_fd in ready:
+            try:
+                os.read(self._results_fd, 65536)
+            except BlockingIOError:
+                pass
+        for w, fd in enumerate(self._side_fds):
+            if fd in ready:
+                self._pull(w)
+
+    def _call_result(self, e: int, kind: str, name: str, reply: tuple) -> Any:
+        """Env ``e``'s result of an env call, unpickled, or its exception raised."""
+        what = f"{kind} {name!r}" if kind != "is_wrapped" else "is_wrapped"
+        if reply[0] == "ok":
+            try:
+                return pickle.loads(reply[1])
+            except Exception as exc:
+                raise pickle.UnpicklingError(
+                    f"env {e}: the result of {what} was pickled in its worker but cannot be unpickled here: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        if reply[0] == "unpicklable":
+            raise pickle.PicklingError(
+                f"env {e}: the result of {what} (a {reply[1]}) cannot be pickled to be sent back from its worker "
+                f"process: {reply[2]}"
+            )
+        _, exc_blob, type_name, message, trace = reply
+        error: BaseException | None = None
+        if exc_blob is not None:
+            try:
+                error = pickle.loads(exc_blob)
+            except Exception:
+                error = None
+        if not isinstance(error, BaseException):  # it could not travel: its type and message as text
+            error = EnvError(f"env {e} raised {type_name}: {message}")
+        note = f"raised by env {e} in {what}, in its worker process; traceback there:\n{trace.rstrip()}"
+        if hasattr(error, "add_note"):
+            error.add_note(note)
+        else:  # Python 3.10: notes are kept, not printed
+            error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
+        raise error
 
     def _pull(self, w: int) -> None:
         """Reads what worker ``w``'s side pipe holds, without blocking, and files every whole message in

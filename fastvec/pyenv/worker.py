@@ -1,7 +1,7 @@
 """The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
 
 Start-up: the worker makes its envs, checks that they share their spaces and sends the first one's
-spaces, metadata and spec to the parent over its side channel (so that no env constructor ever runs in
+spaces, metadata, spec and render mode to the parent over its side channel (so that no env constructor ever runs in
 the parent: one that crashes takes only its worker down). The parent compares the workers' spaces, sizes
 the shared mapping and sends the :class:`Layout` over the wake pipe; the worker maps it and says "ready".
 
@@ -14,6 +14,13 @@ results pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
 never the only record of work. Info dicts and errors (rare) go over the
 side channel, keyed by env id, and are entirely in the pipe before the result is published.
+
+Env calls (``VectorEnv.call``, ``get_attr``, ``set_attr`` and the adapters' ``env_method``, ...): the parent
+writes a framed request to this worker's call pipe (header: the call's sequence number and size; payload:
+the kind, the attribute name, and per target env its id and its pickled arguments); the worker reads it
+whenever it waits for requests (so after the steps already asked of it) and without blocking (a request
+in pieces waits for the rest), runs it on each target env in order and answers with one side-channel
+message keyed ``-1 - index``: the sequence number and, per env, its pickled result or its exception.
 
 Each side writes its data before the counter that publishes it and reads the
 counter before the data; that is enough on x86 (stores are seen in program
@@ -29,6 +36,7 @@ import pickle
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing import parent_process, reduction
 from typing import Any
 
@@ -38,6 +46,7 @@ from fastvec.pyenv.layout import (
     COMP_HEAD,
     HAS_ERROR,
     HAS_INFO,
+    MESSAGE_HEADER,
     OP_RESET,
     REQ_HEAD,
     SHUTDOWN,
@@ -80,16 +89,111 @@ def _loads(blob: bytes) -> Any:
 
 
 def _spaces_message(env: Any) -> bytes:
-    """What the parent needs of the first env: its spaces, metadata and spec (cloudpickled: a spec's entry
-    point may be a lambda; a spec that cannot be pickled at all is left out)."""
+    """What the parent needs of the first env: its spaces, metadata, spec and render mode (cloudpickled: a
+    spec's entry point may be a lambda; a spec that cannot be pickled at all is left out)."""
     import cloudpickle
 
     metadata = dict(getattr(env, "metadata", None) or {})
     spec = getattr(env, "spec", None)
+    render_mode = getattr(env, "render_mode", None)
     try:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec))
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec, render_mode))
     except Exception:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None))
+        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None, render_mode))
+
+
+def _get(env: Any, name: str) -> Any:
+    """``env.get_wrapper_attr(name)``: the attribute of the outermost wrapper that has it (plain getattr for an
+    env that is not a gymnasium.Env)."""
+    get = getattr(env, "get_wrapper_attr", None)
+    return get(name) if get is not None else getattr(env, name)
+
+
+def _call(env: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    attr = _get(env, name)
+    return attr(*args, **kwargs) if callable(attr) else attr
+
+
+def _set(env: Any, name: str, args: tuple, kwargs: dict) -> None:
+    setter = getattr(env, "set_wrapper_attr", None)
+    if setter is not None:
+        setter(name, args[0])
+    else:
+        setattr(env, name, args[0])
+
+
+def _is_wrapped(env: Any, name: str, args: tuple, kwargs: dict) -> bool:
+    """SB3's ``env_util.is_wrapped``: whether a gymnasium.Wrapper of class ``args[0]`` is in the env's chain."""
+    import gymnasium as gym
+
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, args[0]):
+            return True
+        env = env.env
+    return False
+
+
+# The kinds of fastvec._args.ENV_CALL_KINDS, each as the upstream vector env it stands for runs it.
+_ENV_CALLS: dict[str, Callable[[Any, str, tuple, dict], Any]] = {
+    "get": lambda env, name, args, kwargs: _get(env, name),
+    "call": _call,
+    "method": lambda env, name, args, kwargs: _get(env, name)(*args, **kwargs),
+    "set": _set,
+    "set_outer": lambda env, name, args, kwargs: setattr(env, name, args[0]),
+    "set_unwrapped": lambda env, name, args, kwargs: setattr(env.unwrapped, name, args[0]),
+    "is_wrapped": _is_wrapped,
+}
+
+
+def _call_env(env: Any, kind: str, name: str, blob: bytes) -> tuple:
+    """Runs one env call; its reply: ``("ok", pickled result)``, ``("error", pickled exception or None, type name,
+    message, traceback)`` or ``("unpicklable", type name of the result, why)``."""
+    try:
+        args, kwargs = pickle.loads(blob)  # per env: each env gets its own copy of the arguments
+        value = _ENV_CALLS[kind](env, name, args, kwargs)
+    except Exception as exc:
+        try:
+            exc_blob: bytes | None = _dumps(exc)
+        except Exception:
+            exc_blob = None
+        return ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc))
+    try:
+        return ("ok", _dumps(value))
+    except Exception as exc:
+        return ("unpicklable", _type_name(type(value)), f"{type(exc).__name__}: {exc}")
+
+
+def _trace(exc: BaseException) -> str:
+    """The traceback of ``exc`` from the env's frames on (all of it if it has none). A function of its own: a
+    local that holds a traceback in the frame that caught it would keep that frame, and the frames above it
+    (the loop's, with its views of the shared mapping), alive in a reference cycle."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` pickled for the parent: by pickle (three times faster), or by cloudpickle what pickle cannot
+    do (a lambda; an instance of a class defined in the main script, which cloudpickle sent by value)."""
+    try:
+        return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return "<its str() failed>"
+
+
+def _type_name(cls: type) -> str:
+    module = getattr(cls, "__module__", "")
+    return cls.__qualname__ if module in ("builtins", "") else f"{module}.{cls.__qualname__}"
 
 
 def run(
@@ -101,6 +205,7 @@ def run(
     wake_r: Any,
     results_w: Any,
     side_w: Any,
+    call_r: Any,
     config: dict[str, Any],
 ) -> None:
     """Entry point of worker ``index`` (the target of its multiprocessing.Process)."""
@@ -138,7 +243,7 @@ def run(
     buffers = Buffers(layout, mm)
     send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
-        _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, config).loop()
+        _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
     finally:
         _close_envs(envs)
         buffers.release()
@@ -180,6 +285,7 @@ class _Worker:
         wake_r: Any,
         results_w: Any,
         side_fd: int,
+        call_r: Any,
         config: dict[str, Any],
     ) -> None:
         self.index, self.lo, self.envs, self.b = index, lo, envs, b
@@ -188,7 +294,10 @@ class _Worker:
         self.results_fd = results_w.fileno()
         os.set_blocking(self.results_fd, False)
         self.side_fd = side_fd
-        self.keep = (wake_r, results_w)  # keeps the fds open
+        self.call_fd = call_r.fileno()
+        os.set_blocking(self.call_fd, False)
+        self.call_buf = bytearray()  # what the call pipe held of requests not yet whole
+        self.keep = (wake_r, results_w, call_r)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
@@ -239,19 +348,45 @@ class _Worker:
         while time.perf_counter() < deadline:
             if ctrl[REQ_HEAD] != tail:
                 return True
-        fds = [self.wake_fd] if self.parent_sentinel is None else [self.wake_fd, self.parent_sentinel]
+        fds = [self.wake_fd, self.call_fd]
+        if self.parent_sentinel is not None:
+            fds.append(self.parent_sentinel)
         while ctrl[REQ_HEAD] == tail:
             if ctrl[SHUTDOWN]:
                 return False
             ready = wait_readable(fds, 1.0)
             if self.parent_sentinel in ready:
                 return False  # the parent died: nobody will ever ask again
+            if self.call_fd in ready and not self._serve_calls():
+                return False
             if self.wake_fd in ready:
                 try:
                     if not os.read(self.wake_fd, 4096):
                         return False  # the parent closed the wake pipe
                 except BlockingIOError:
                     pass
+        return True
+
+    def _serve_calls(self) -> bool:
+        """Reads what the call pipe holds and runs every whole request in it; False when the parent closed it."""
+        buf = self.call_buf
+        while True:
+            try:
+                chunk = os.read(self.call_fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                return False
+            buf += chunk
+        header = MESSAGE_HEADER.size
+        while len(buf) >= header:
+            seq, size = MESSAGE_HEADER.unpack_from(buf)
+            if len(buf) < header + size:
+                break
+            kind, name, targets = pickle.loads(buf[header : header + size])
+            del buf[: header + size]
+            replies = [_call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
+            send_message(self.side_fd, -1 - self.index, pickle.dumps((seq, replies), pickle.HIGHEST_PROTOCOL))
         return True
 
     def _process(self, e: int) -> None:
