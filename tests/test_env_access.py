@@ -6,6 +6,7 @@ while envs are in flight, an interrupted call."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import signal
 import threading
@@ -19,6 +20,7 @@ from conftest import run_python
 
 import fastvec
 from fastvec import EnvError
+from fastvec.pyenv import WorkerDiedError
 
 sb3 = pytest.importorskip("stable_baselines3")
 tianshou = pytest.importorskip("tianshou")
@@ -381,6 +383,21 @@ def test_close_is_prompt_while_a_call_waits():
     with pytest.raises(RuntimeError, match="closed"):
         env.call("wait", 30.0)
     assert time.monotonic() - start < 5
+
+
+def test_a_worker_killed_during_a_call_is_reported():
+    """The first worker the call waits for dies: its side pipe then reads as hung up, again and again (under
+    forkserver: a forked worker would hold a copy of the pipe of the worker made before it)."""
+    env = fastvec.make(
+        [lambda i=i: goal_env(scale=i + 1.0) for i in range(4)], num_workers=2, start_method="forkserver"
+    )
+    pid = env.worker_pids[0]
+    threading.Timer(0.2, os.kill, (pid, signal.SIGKILL)).start()
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError, match=r"worker 0 \(pid \d+, envs 0..1\) was killed by signal 9"):
+        env.call("wait", 30.0)
+    assert time.monotonic() - start < 5
+    env.close()
 
 
 # -- native envs -----------------------------------------------------------------------------------------------

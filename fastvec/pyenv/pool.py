@@ -914,7 +914,7 @@ class PyEnvPool:
                 raise RuntimeError("the pool is closed")
             ready = wait_readable([self._side_fds[w], self._sentinels[w], self._results_fd], _POLL_SECONDS)
             self._take_wakeups(ready)
-            if self._side_fds[w] not in ready:
+            if key not in self._messages:  # (a dead worker's side pipe is readable forever: it hung up)
                 self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
 
     def _take_wakeups(self, ready: set[int]) -> None:
