@@ -190,6 +190,7 @@ def make(
         string_options,
         entry=entry,
         keywords={**entry.options, **env_kwargs},
+        max_episode_steps=max_episode_steps or None,
     )
     return VectorEnv(
         native,
@@ -218,34 +219,11 @@ class NativePool(_core.Pool):
     name) and raises an AttributeError naming the env for the rest; nothing can be set."""
 
     def __init__(
-        self,
-        env: str,
-        num_envs: int,
-        batch_size: int,
-        num_threads: int,
-        block_size: int,
-        max_episode_steps: int,
-        autoreset_mode: str,
-        seed: int,
-        options: dict[str, float],
-        string_options: dict[str, str],
-        *,
-        entry: EnvEntry,
-        keywords: dict[str, Any],
+        self, *pool_args: Any, entry: EnvEntry, keywords: dict[str, Any], max_episode_steps: int | None
     ) -> None:
-        """``_core.Pool``'s arguments, then the registry entry and the env's options as given (defaults filled in)."""
-        super().__init__(
-            env,
-            num_envs,
-            batch_size,
-            num_threads,
-            block_size,
-            max_episode_steps,
-            autoreset_mode,
-            seed,
-            options,
-            string_options,
-        )
+        """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
+        its episode limit, for its spec."""
+        super().__init__(*pool_args)
         spec = self.spec()
         self.label = f"fastvec's native {entry.id}"
         self.single_observation_space = _space("obs", spec)
@@ -257,7 +235,7 @@ class NativePool(_core.Pool):
             "spec": gym.envs.registration.EnvSpec(
                 id=f"fastvec/{entry.id}",
                 vector_entry_point=_MakeNative(entry.id),
-                max_episode_steps=max_episode_steps or None,
+                max_episode_steps=max_episode_steps,
                 reward_threshold=entry.reward_threshold,
                 kwargs=dict(keywords),
             ),

@@ -272,3 +272,22 @@ def test_ppo_solves_cartpole():
     )
     assert result.best_reward >= 475, result
     print(f"Tianshou PPO solved CartPole in {result.train_step} steps, {time.time() - start:.1f} s")
+
+
+def test_integral_float_actions_for_discrete_spaces():
+    """Tianshou's collectors may send a Discrete space's actions as float64: whole values step as ints."""
+    envs = fastvec.tianshou_venv("CartPole-v1", 3, seed=0)
+    ref = fastvec.tianshou_venv("CartPole-v1", 3, seed=0)
+    envs.reset()
+    ref.reset()
+    for step in range(5):
+        actions = np.array([step % 2, 1, 0])
+        ours = envs.step(actions.astype(np.float64))
+        theirs = ref.step(actions)
+        for a, b in zip(ours[:4], theirs[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"must be integral, got .*0\.5"):
+        envs.step(np.array([1.0, 0.5, 0.0]))
+    assert envs.step(np.array([1.0, 1.0, 0.0]))[0].shape == (3, 4)  # still usable
+    envs.close()
+    ref.close()

@@ -730,3 +730,18 @@ def test_tianshou_async_refuses_stepping_envs_only():
     envs.step(None)
     assert envs.get_env_attr("t") == [1, 1, 1, 1]
     envs.close()
+
+
+def test_constructors_returning_one_shared_instance_are_refused_as_sb3_refuses_them():
+    """SB3's DummyVecEnv raises ValueError when env_fns return one instance; so does the Python-env pool for the
+    envs a worker makes, instead of stepping one env as several."""
+    shared = gym.make("CartPole-v1")
+    with pytest.raises(ValueError, match="same instance instead of creating different objects"):
+        fastvec.make([lambda: shared] * 3, num_workers=1, start_method="fork")
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    with pytest.raises(ValueError, match="same instance instead of creating different objects"):
+        DummyVecEnv([lambda: shared] * 3)
+    with fastvec.make([lambda: gym.make("CartPole-v1")] * 3, num_workers=1, start_method="fork") as env:
+        assert env.reset(seed=0)[0].shape == (3, 4)

@@ -213,11 +213,12 @@ def check_obs(space: gym.Space, obs: Any, rows: int, what: str) -> None:
 @functools.cache
 def seeds_valid(n: int) -> st.SearchStrategy:
     one = st.integers(0, 2**64 - 1)
+    base = st.integers(0, 2**64 - n)  # an int seeds env i with seed + i, which stays below 2**64
     return st.one_of(
         st.none(),
-        one,
-        one.map(np.uint64),
-        one.map(lambda s: np.array(s, np.uint64)),  # a 0-d array is an int
+        base,
+        base.map(np.uint64),
+        base.map(lambda s: np.array(s, np.uint64)),  # a 0-d array is an int
         st.lists(st.one_of(st.none(), one), min_size=n, max_size=n),
         st.lists(st.integers(0, 2**62), min_size=n, max_size=n).map(lambda s: np.array(s, np.int64)),
     )
@@ -230,6 +231,7 @@ def seeds_invalid(n: int) -> st.SearchStrategy:
         [
             (-1, {ValueError}),
             (2**64, {ValueError}),
+            (2**64 - n + 1 if n > 1 else 2**64, {ValueError}),  # env n - 1 would get seed + n - 1 >= 2**64
             (1.5, {TypeError}),
             ("7", {TypeError}),
             (True, {TypeError}),
@@ -451,10 +453,18 @@ class PoolMachine(RuleBasedStateMachine):
 
     # -- results -----------------------------------------------------------------------------
 
-    def _check_rows(self, what: str, obs: Any, info: dict, rows: int, rew=None, term=None, trunc=None) -> np.ndarray:
+    def _check_rows(
+        self, what: str, obs: Any, info: dict, rows: int, rew=None, term=None, trunc=None, sync_ids=None
+    ) -> np.ndarray:
+        """Checks a batch; returns its env ids: info["env_id"] in async mode, where only it has them; in sync
+        mode (no env_id key) the rows are every env in env order, or ``sync_ids`` for a reset of those."""
         env = self.env
         check_obs(env.single_observation_space, obs, rows, what)
-        ids = info["env_id"]
+        if self.model.batch == self.model.n:
+            assert "env_id" not in info, f"{what}: a sync pool's info has env_id"
+            ids = np.arange(rows, dtype=np.int32) if sync_ids is None else np.asarray(sync_ids, dtype=np.int32)
+        else:
+            ids = info["env_id"]
         assert isinstance(ids, np.ndarray) and ids.shape == (rows,) and ids.dtype == np.int32, f"{what}: env_id {ids!r}"
         assert ((ids >= 0) & (ids < self.model.n)).all(), f"{what}: env_id out of range: {ids}"
         assert len(set(ids.tolist())) == rows, f"{what}: env_id not distinct: {ids}"
@@ -542,6 +552,7 @@ class PoolMachine(RuleBasedStateMachine):
     def _make(self, data: st.DataObject) -> None:
         env_id, num_envs, kwargs = self._draw_config(data)
         what = f"fastvec.make({env_id!r}, {num_envs}, **{_short(kwargs)})"
+        kwargs["episode_stats"] = True  # the model checks every ended episode's statistics
         _, env = self._call(what, lambda: fastvec.make(env_id, num_envs, **kwargs), set())
         self.env = env
         mode = kwargs.get("autoreset_mode", "next_step")
@@ -751,7 +762,7 @@ class PoolMachine(RuleBasedStateMachine):
         listed = np.random.default_rng(data.draw(st.integers(0, 9), label="order")).permutation(listed)
         form = data.draw(st.sampled_from(["list", "int32", "uint8", "scalar"]), label="ids form")
         seed = data.draw(seed_lists(m.n), label="seeds")
-        bad_seed = data.draw(st.sampled_from([None] * 5 + ["int", "count", "float"]), label="bad seed")
+        bad_seed = data.draw(st.sampled_from([None] * 5 + ["int", "int range", "count", "float"]), label="bad seed")
         mask = ids = None
         if len(listed) == 0:
             self._reset_no_env(form, kind)
@@ -767,14 +778,18 @@ class PoolMachine(RuleBasedStateMachine):
             options = {
                 "env_id": int(ids[0]) if form == "scalar" else (ids.tolist() if form == "list" else ids.astype(form))
             }
+        # Seeds as gymnasium takes them: with reset_mask one per env of the pool, with env_id one per listed env;
+        # or an int (env i gets seed + i, which must stay below 2**64).
+        count = m.n if mask is not None else len(listed)
         if seed is not None:
-            seed = seed[: len(listed)]
+            seed = seed[:count]
         errors = set()
         if bad_seed is not None:
             seed, errors = {
-                "int": (7, {ValueError}),
-                "count": ([0] * (len(listed) + 1), {ValueError}),
-                "float": ([1.5] * len(listed), {TypeError}),
+                "int": (7, set()),
+                "int range": (2**64 - 1 if m.n > 1 else 2**64, {ValueError}),
+                "count": ([0] * (count + 1), {ValueError}),
+                "float": ([1.5] * count, {TypeError}),
             }[bad_seed]
             errors = set(errors)
         others = np.ones(m.n, bool)
@@ -797,7 +812,7 @@ class PoolMachine(RuleBasedStateMachine):
             m.state[mask] = IN_FLIGHT
             self._take_rows(what, got, obs, info, observed=~mask)
         else:
-            got = self._check_rows(what, obs, info, len(ids))
+            got = self._check_rows(what, obs, info, len(ids), sync_ids=ids)
             assert got.tolist() == ids.tolist(), f"{what}: rows {got}, expected {ids}"
             m.state[ids] = IN_FLIGHT
             self._take_rows(what, got, obs, info)
@@ -1019,7 +1034,7 @@ class PoolMachine(RuleBasedStateMachine):
             try:
                 for _ in range(self.background_calls):
                     obs, rew, term, trunc, info = work()
-                    check_obs(space, obs, len(info["env_id"]), "a step on another thread")
+                    check_obs(space, obs, len(rew), "a step on another thread")
                     assert np.isfinite(rew).all() and rew.dtype == np.float32
             except BaseException as exc:
                 outcomes.append(exc)
@@ -1116,7 +1131,7 @@ class PoolMachine(RuleBasedStateMachine):
         # Reset some envs (idle, or never reset), each with a seed or not.
         pick = bits_mask(data.draw(env_bits(m.n), label="envs"), m.n)
         seeds = data.draw(seed_lists(m.n), label="seeds")
-        bad = data.draw(st.sampled_from(["busy", "range", "twice", "float", "int seed", "seed count"]), label="bad")
+        bad = data.draw(st.sampled_from(["busy", "range", "twice", "float", "seed range", "seed count"]), label="bad")
         resettable = (m.state == IDLE) | (m.state == FRESH)
         if kind == "some":
             ids = np.flatnonzero(pick & resettable)
@@ -1131,7 +1146,7 @@ class PoolMachine(RuleBasedStateMachine):
                 "range": ([m.n], None, {ValueError}),
                 "twice": ([first, first], None, {ValueError}),
                 "float": ([float(first)], None, {TypeError}),
-                "int seed": ([first], 3, {ValueError}),
+                "seed range": ([first], 2**64, {ValueError}),
                 "seed count": ([first], [1, 2], {ValueError}),
             }[bad]
             if not resettable[first]:  # every env is busy: that may be found first
@@ -1232,7 +1247,7 @@ class NativeClassicMachine(PoolMachine):
             ("num_threads", st.integers(1, 3)),
             ("block_size", st.sampled_from(divisors)),
             ("max_episode_steps", st.integers(1, 30)),
-            ("seed", st.integers(0, 2**64 - 1)),
+            ("seed", st.integers(0, 2**64 - 2**16)),
             ("backend", st.sampled_from(["auto", "native"])),
         ):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
@@ -1284,7 +1299,7 @@ class AtariMachine(PoolMachine):
             "max_episode_steps": data.draw(st.integers(1, 12), label="max_episode_steps"),
             "batch_size": draw_batch_size(data, n),
         }
-        for name, strategy in (("num_threads", st.integers(1, 2)), ("seed", st.integers(0, 2**64 - 1))):
+        for name, strategy in (("num_threads", st.integers(1, 2)), ("seed", st.integers(0, 2**64 - 2**16))):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
@@ -1335,7 +1350,7 @@ class PythonEnvMachine(PoolMachine):
         for name, strategy in (
             ("num_threads", st.integers(1, min(n, 2))),
             ("max_episode_steps", st.integers(1, 30)),
-            ("seed", st.integers(0, 2**64 - 1)),
+            ("seed", st.integers(0, 2**64 - 2**16)),
         ):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
@@ -1414,7 +1429,7 @@ def test_partial_reset_with_an_empty_env_id_list():
     except ValueError:
         pass
     else:
-        assert obs.shape == (0, 4) and info["env_id"].shape == (0,)
+        assert obs.shape == (0, 4) and info == {}
     assert env.step(np.zeros(4, np.int64))[0].shape == (4, 4)
 
 
@@ -1457,7 +1472,7 @@ def test_non_finite_env_option_is_refused():
 
 @pytest.mark.timeout(60)
 def test_python_partial_reset_reports_no_stale_episode_statistics():
-    with fastvec.make("CartPole-v1", 2, seed=0, backend="python", max_episode_steps=3) as env:
+    with fastvec.make("CartPole-v1", 2, seed=0, backend="python", max_episode_steps=3, episode_stats=True) as env:
         env.reset()
         for _ in range(3):
             *_, info = env.step(np.zeros(2, np.int64))

@@ -23,6 +23,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from fastvec._args import autoreset_mode_name
@@ -207,10 +208,21 @@ class TianshouVectorEnv:
         for i in ids.tolist():
             self._reset_obs.pop(i, None)  # stepped without a reset: the episode simply goes on
             self._reset_info.pop(i, None)
+        action = self._discrete(np.asarray(action))
         if self.env.batch_size == self.env_num:  # one env: the pool is sync
-            self.env.send(np.asarray(action), None)
+            self.env.send(action, None)
         else:
-            self.env.send(np.asarray(action), ids)
+            self.env.send(action, ids)
+
+    def _discrete(self, action: np.ndarray) -> np.ndarray:
+        """Integral floats as ints for a Discrete action space (Tianshou's collectors may send float64)."""
+        if not isinstance(self.env.single_action_space, gym.spaces.Discrete) or action.dtype.kind != "f":
+            return action
+        whole = np.isfinite(action) & (action == np.round(action))
+        if not whole.all():
+            bad = action.reshape(-1)[np.flatnonzero(~whole.reshape(-1))[0]]
+            raise ValueError(f"actions for {self.env.single_action_space} must be integral, got {bad!r}")
+        return action.astype(np.int64)
 
     def _gather(self, k: int) -> tuple[Any, ...]:
         """Receives ``k`` results: whole batches, then the rest. Returns obs, rew, terminated, truncated,

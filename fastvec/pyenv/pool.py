@@ -1002,14 +1002,7 @@ class PyEnvPool:
         ready = wait_readable(self._block_fds, _POLL_SECONDS)
         if self._closing:
             raise RuntimeError("the pool is closed")
-        if self._results_fd in ready:
-            try:
-                os.read(self._results_fd, 65536)
-            except BlockingIOError:
-                pass
-        for w, fd in enumerate(self._side_fds):
-            if fd in ready:
-                self._pull(w)
+        self._take_wakeups(ready)
         self._check_workers(wait=0.05 if not ready.isdisjoint(self._sentinels) else 0.0)
 
     def _check_workers(self, wait: float = 0.0, starting: str = "") -> None:

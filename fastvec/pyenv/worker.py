@@ -216,6 +216,7 @@ def run(
     try:
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
+        _refuse_shared_instances(envs, lo)
         for k, env in enumerate(envs[1:], 1):
             for kind in ("observation_space", "action_space"):
                 got, want = getattr(env, kind), getattr(envs[0], kind)
@@ -248,6 +249,21 @@ def run(
         _close_envs(envs)
         buffers.release()
         mm.close()
+
+
+def _refuse_shared_instances(envs: list, lo: int) -> None:
+    """SB3's DummyVecEnv check: constructors that return one instance would step one env as several."""
+    first: dict[int, int] = {}
+    for k, env in enumerate(envs):
+        k0 = first.setdefault(id(getattr(env, "unwrapped", env)), k)
+        if k0 != k:
+            raise ValueError(
+                f"envs {lo + k0} and {lo + k} are the same instance: you tried to create multiple environments, but "
+                "the function to create them returned the same instance instead of creating different objects. You "
+                "are probably using `fastvec.make(lambda: env, n)` or `fastvec.make([lambda: env] * n)`. Replace "
+                "`lambda: env` by a function that creates a new instance of the environment at every call (using "
+                "`gym.make()` for instance)"
+            )
 
 
 def _receive_layout(wake_r: Any) -> Layout | None:
