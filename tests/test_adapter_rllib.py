@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import fastvec
-from fastvec.adapters.rllib import configure
 
 # RLlib is imported when these tests run, not when the module is collected: the CI passes
 # that deselect them (-m "not rllib") run numpy 1.26, where the pyarrow RLlib imports fails.
@@ -33,6 +32,13 @@ def creator(name: str):
     from ray.tune.registry import ENV_CREATOR, _global_registry
 
     return _global_registry.get(ENV_CREATOR, name)
+
+
+def configure(*args, **kwargs):
+    """fastvec.adapters.rllib.configure (the adapter imports Ray Tune at import)."""
+    from fastvec.adapters.rllib import configure
+
+    return configure(*args, **kwargs)
 
 
 def bare_ppo_config():
