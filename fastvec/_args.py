@@ -47,6 +47,17 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def check_timeout(timeout: Any) -> float | None:
+    """A wait's time-out in seconds: None (no limit) or a finite number >= 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)):
+        raise TypeError(f"timeout must be None or a number of seconds, got {type(timeout).__name__} {timeout!r}")
+    if not (np.isfinite(timeout) and timeout >= 0):
+        raise ValueError(f"timeout must be None or a finite number of seconds >= 0, got {timeout}")
+    return float(timeout)
+
+
 def check_seed(name: str, seed: Any) -> int:
     if _is_int_array_0d(seed):
         seed = seed.item()

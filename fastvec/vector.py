@@ -13,14 +13,18 @@ vector envs build, and the arguments of the per-env calls (``call``, ``get_attr`
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode
+from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import batch_space
 
 import fastvec._core as _core
@@ -34,6 +38,7 @@ from fastvec._args import (
     check_env_ids,
     check_int,
     check_seed,
+    check_timeout,
     is_int_seed,
     partial_reset_ids,
     reset_options,
@@ -45,6 +50,15 @@ if TYPE_CHECKING:
     from fastvec.pyenv import PyEnvPool
 
 Seed = int | Sequence[int | None] | None
+
+
+class ClosedError(ClosedEnvironmentError, RuntimeError):
+    """A call on a closed pool: gymnasium's ClosedEnvironmentError (and a RuntimeError)."""
+
+
+class WaitTimeout(multiprocessing.TimeoutError, TimeoutError):
+    """A wait that did not end within its ``timeout``: ``multiprocessing.TimeoutError``, as gymnasium's
+    AsyncVectorEnv raises it, and the builtin TimeoutError. What was in flight stays in flight."""
 
 
 class Backend(Protocol):
@@ -66,11 +80,18 @@ class Backend(Protocol):
     def send(self, actions: Any, env_id: Any) -> None:
         """Queues a step of each env in ``env_id`` (every env if None)."""
 
-    def recv(self) -> _core.Result:
-        """The first ``batch_size`` envs to finish (every env in env order, in a sync pool)."""
+    def recv(self, timeout: float | None = None) -> _core.Result:
+        """The first ``batch_size`` envs to finish (every env in env order, in a sync pool). Past ``timeout``
+        seconds (None: no limit; checked, finite, >= 0) a TimeoutError, with nothing taken: a later recv gets
+        the results."""
 
-    def recv_rest(self) -> _core.Result:
-        """The envs still in flight in an async pool, when they are fewer than ``batch_size``."""
+    def recv_rest(self, timeout: float | None = None) -> _core.Result:
+        """The envs still in flight in an async pool, when they are fewer than ``batch_size``; ``timeout`` as
+        :meth:`recv`'s."""
+
+    def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
+        """Waits for ``rows`` results (at most ``batch_size`` and the envs in flight) for up to ``timeout``
+        seconds, then returns those that have come, at least one."""
 
     def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
         """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
@@ -245,6 +266,12 @@ class NativePool(_core.Pool):
             "action_space": self.single_action_space,
         }
 
+    def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
+        """``rows`` results: a native env never waits on anything (its step is C++ code that returns), so the
+        pool hands out its batches whole; ``timeout`` is checked and has nothing to cut short."""
+        check_timeout(timeout)
+        return self.recv() if rows == self.batch_size else self.recv_rest()
+
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
         if kind in SET_KINDS:
@@ -390,6 +417,14 @@ class VectorEnv(gym.vector.VectorEnv):
         if seed is not None:
             self._pending_seeds = self._int_seeds(seed, range(self.num_envs))
         self._all_env_ids = np.arange(self.num_envs, dtype=np.int32)
+        # gymnasium's async API: the call started by reset_async/step_async and not waited for yet, the batches
+        # of a reset_wait that timed out part-way, and a partial reset done in reset_async.
+        self._waiting = AsyncState.DEFAULT
+        self._timed_out = False  # the pending call's wait timed out (reset() may then start over)
+        self._reset_batches: list[_core.Result] = []
+        self._reset_done: tuple[Any, dict[str, Any]] | None = None
+        # The seed each env was last reset with (-1: none yet), for np_random_seed.
+        self._env_seeds = [-1] * self.num_envs
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -399,6 +434,15 @@ class VectorEnv(gym.vector.VectorEnv):
     def episode_stats(self) -> bool:
         """Whether ``info`` carries each ended episode's ``episode_return`` and ``episode_length``."""
         return self._episode_stats
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as AsyncVectorEnv's
+        """Each env's ``np_random_seed``, as gymnasium's AsyncVectorEnv gives it: a Python env's own; for a native
+        env, the seed of its last seeded reset (-1 before any: its stream then comes from the pool's)."""
+        if self.entry is None:
+            return self.get_attr("np_random_seed")
+        self._check_open()
+        return tuple(self._env_seeds)
 
     @property
     def label(self) -> str:
@@ -414,16 +458,33 @@ class VectorEnv(gym.vector.VectorEnv):
         ``seed`` as an int seeds env ``i`` with ``seed + i``, as gymnasium's vector envs do; as a list, env ``i``
         with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env.
         """
+        self._check_open()
+        if self._waiting is not AsyncState.DEFAULT:
+            if not self._timed_out:
+                self._refuse_pending("reset")
+            self._abandon_pending()  # after a time-out, a reset starts over
         reset_mask, ids = reset_options(options)
         if reset_mask is not None or ids is not None:
             return self._partial_reset(seed, reset_mask, ids)
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
         self._pool.send_reset(None, seeds)
-        self._reset_sent(self._all_ids)
-        batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
-        if self.num_envs % self.batch_size:
-            batches.append(self._pool.recv_rest())
+        self._reset_sent(self._all_ids, seeds)
+        return self._reset_rows(None)
+
+    def _reset_rows(self, timeout: float | None) -> tuple[Any, dict[str, Any]]:
+        """Every env's row of the reset in flight, in env order; past ``timeout`` a :class:`WaitTimeout`, the
+        batches taken so far kept for the next call."""
+        batches = self._reset_batches
+        end = None if timeout is None else time.perf_counter() + timeout
+        whole = self.num_envs // self.batch_size
+        while len(batches) < whole + (self.num_envs % self.batch_size > 0):
+            left = None if end is None else max(0.0, end - time.perf_counter())
+            try:
+                batches.append(self._pool.recv(left) if len(batches) < whole else self._pool.recv_rest(left))
+            except TimeoutError as e:
+                raise WaitTimeout(str(e)) from None
+        self._reset_batches = []
         if len(batches) == 1:
             return batches[0].obs, self._info(batches[0])
         env_id = np.concatenate([b.env_id for b in batches])
@@ -439,6 +500,8 @@ class VectorEnv(gym.vector.VectorEnv):
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
         """
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("step")
         if env_id is None:
             if self.batch_size != self.num_envs:
                 self._check_open()
@@ -446,7 +509,12 @@ class VectorEnv(gym.vector.VectorEnv):
                     "step(actions) without env_id steps every env and needs batch_size == num_envs; "
                     "in async mode use send(actions, env_id) and recv()"
                 )
-            return self._result(self._pool.step(actions))
+            try:
+                r = self._pool.step(actions)
+            except RuntimeError:
+                self._check_open()  # closed: gymnasium's ClosedEnvironmentError
+                raise
+            return self._result(r)
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
             self._check_open()
             raise ValueError(
@@ -456,34 +524,161 @@ class VectorEnv(gym.vector.VectorEnv):
         self._pool.send(actions, env_id)
         return self._result(self._pool.recv())
 
+    # -- gymnasium's async API ----------------------------------------------
+
+    def reset_async(self, seed: Seed = None, options: dict[str, Any] | None = None) -> None:
+        """Starts ``reset(seed=seed, options=options)`` and returns at once; :meth:`reset_wait` returns its
+        result, as gymnasium's ``AsyncVectorEnv`` has them. A partial reset (``reset_mask``/``env_id`` in
+        ``options``) is done here, and :meth:`reset_wait` returns it."""
+        self._check_open()
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("reset_async")
+        if options:
+            self._reset_done = self.reset(seed=seed, options=options)
+        else:
+            seeds = self._seeds(seed, self._all_ids)
+            self._pool.drain()
+            self._pool.send_reset(None, seeds)
+            self._reset_sent(self._all_ids, seeds)
+        self._waiting = AsyncState.WAITING_RESET
+
+    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+        """The observations and info of the reset :meth:`reset_async` started. Past ``timeout`` seconds (None:
+        no limit) a :class:`WaitTimeout` (``multiprocessing.TimeoutError``, as gymnasium raises). Unlike
+        gymnasium, whose next call would then mix up the late results, the reset stays pending: ``reset_wait``
+        again returns it, ``reset()`` starts over (waiting for what is in flight), ``close()`` always works."""
+        self._check_open()
+        timeout = check_timeout(timeout)
+        if self._waiting is not AsyncState.WAITING_RESET:
+            raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
+        if self._reset_done is not None:
+            done, self._reset_done = self._reset_done, None
+            self._waiting = AsyncState.DEFAULT
+            return done
+        try:
+            rows = self._reset_rows(timeout)
+        except WaitTimeout:
+            self._timed_out = True
+            raise
+        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        return rows
+
+    def step_async(self, actions: Any) -> None:
+        """Starts a step of every env with ``actions`` and returns at once; :meth:`step_wait` returns its result,
+        as gymnasium's ``AsyncVectorEnv`` has them (in async mode, ``send``/``recv`` step some envs instead)."""
+        self._check_open()
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("step_async")
+        if self.batch_size != self.num_envs:
+            raise ValueError(
+                "step_async(actions) steps every env and needs batch_size == num_envs; "
+                "in async mode use send(actions, env_id) and recv()"
+            )
+        self._pool.send(actions, None)
+        self._waiting = AsyncState.WAITING_STEP
+
+    def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The result of the step :meth:`step_async` started. Past ``timeout`` seconds (None: no limit) a
+        :class:`WaitTimeout`, as :meth:`reset_wait`'s: the step stays pending, so ``step_wait`` again returns it.
+        (In the native pool the waiting thread may step envs itself; the time-out is checked between envs.)"""
+        self._check_open()
+        timeout = check_timeout(timeout)
+        if self._waiting is not AsyncState.WAITING_STEP:
+            raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
+        try:
+            r = self._pool.recv(timeout)
+        except TimeoutError as e:
+            self._timed_out = True
+            raise WaitTimeout(str(e)) from None
+        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        return self._result(r)
+
+    def _abandon_pending(self) -> None:
+        """Forgets the pending call whose wait timed out (what it left in flight is drained by the caller)."""
+        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        self._reset_batches = []
+
+    def _refuse_pending(self, call: str) -> None:
+        self._check_open()
+        raise AlreadyPendingCallError(
+            f"Calling `{call}` while waiting for a pending call to `{self._waiting.value}` to complete: "
+            f"call `{self._waiting.value}_wait` first",
+            str(self._waiting.value),
+        )
+
     # -- async API --------------------------------------------------------
 
     def async_reset(self, seed: Seed = None, env_id: Any = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
         self._check_open()
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("async_reset")
         if env_id is not None:
             ids = check_env_ids(env_id, self.num_envs)
-            self._pool.send_reset(ids, self._seeds(seed, ids.tolist(), listed=True))
-            self._reset_sent(ids.tolist())
+            seeds = self._seeds(seed, ids.tolist(), listed=True)
+            self._pool.send_reset(ids, seeds)
+            self._reset_sent(ids.tolist(), seeds)
             return
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
         self._pool.send_reset(None, seeds)
-        self._reset_sent(self._all_ids)
+        self._reset_sent(self._all_ids, seeds)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
-        self._pool.send(actions, env_id)
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("send")
+        try:
+            self._pool.send(actions, env_id)
+        except RuntimeError:
+            self._check_open()
+            raise
 
-    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which."""
-        return self._result(self._pool.recv())
+    def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which. Past ``timeout``
+        seconds (None: no limit) a :class:`WaitTimeout` naming the envs that have not answered (in the Python-env
+        pool); they stay in flight, and a later ``recv`` takes them."""
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("recv")
+        try:
+            r = self._pool.recv(timeout)
+        except TimeoutError as e:
+            raise WaitTimeout(str(e)) from None
+        except RuntimeError:
+            self._check_open()
+            raise
+        return self._result(r)
 
-    def recv_rest(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def recv_ready(
+        self, rows: int, timeout: float | None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for ``rows`` envs (at most ``batch_size`` and the envs in flight) to finish, for up to
+        ``timeout`` seconds, then returns those that have finished, at least one: Tianshou's ``timeout``, as its
+        ``SubprocVectorEnv`` returns the envs ready by then. (The native pool's envs never block: it returns
+        ``rows`` envs.)"""
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("recv_ready")
+        try:
+            r = self._pool.recv_ready(rows, timeout)
+        except RuntimeError:
+            self._check_open()
+            raise
+        return self._result(r)
+
+    def recv_rest(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
-        (after sending only some) and returns their rows."""
-        return self._result(self._pool.recv_rest())
+        (after sending only some) and returns their rows; ``timeout`` as :meth:`recv`'s."""
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending("recv_rest")
+        try:
+            r = self._pool.recv_rest(timeout)
+        except TimeoutError as e:
+            raise WaitTimeout(str(e)) from None
+        except RuntimeError:
+            self._check_open()
+            raise
+        return self._result(r)
 
     # -- per-env access ----------------------------------------------------
 
@@ -552,6 +747,8 @@ class VectorEnv(gym.vector.VectorEnv):
         AttributeError naming the env for the others, and refuses every set.
         """
         self._check_open()
+        if self._waiting is not AsyncState.DEFAULT:
+            self._refuse_pending(kind)
         if kind not in ENV_CALL_KINDS:
             raise ValueError(f"kind must be one of {ENV_CALL_KINDS}, got {kind!r}")
         if not isinstance(name, str):
@@ -594,7 +791,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """A call on a closed pool is refused as closed before its arguments are looked at (the backends do so
         for the calls they check)."""
         if self._pool.closed:
-            raise RuntimeError("the pool is closed")
+            raise ClosedError("the pool is closed")
 
     def _seeds(self, seed: Any, ids: Sequence[int], listed: bool = False) -> list[int | None]:
         """The seeds for a reset of the envs ``ids``, one per env (empty: none), as gymnasium's vector envs take
@@ -618,8 +815,13 @@ class VectorEnv(gym.vector.VectorEnv):
             seeds = [pending[i] if s is None else s for s, i in zip(seeds, ids, strict=True)]
         return seeds if any(s is not None for s in seeds) else []
 
-    def _reset_sent(self, ids: Sequence[int]) -> None:
-        """The envs ``ids`` are resetting: make()'s seed no longer applies to them."""
+    def _reset_sent(self, ids: Sequence[int], seeds: Sequence[int | None]) -> None:
+        """The envs ``ids`` are resetting with ``seeds`` (one per env, or none): make()'s seed no longer applies
+        to them."""
+        if seeds:
+            for i, s in zip(ids, seeds, strict=True):
+                if s is not None:
+                    self._env_seeds[i] = s
         if self._pending_seeds is not None:
             for i in ids:
                 self._pending_seeds[i] = None
@@ -635,7 +837,7 @@ class VectorEnv(gym.vector.VectorEnv):
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, ids.tolist(), listed=mask_ids is None)
         r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
-        self._reset_sent(ids.tolist())
+        self._reset_sent(ids.tolist(), seeds)
         info = self._info(r)
         if reset_mask is not None:
             return r.obs, info

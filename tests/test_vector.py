@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from gymnasium.error import ClosedEnvironmentError
 
 import fastvec
 
@@ -79,7 +80,9 @@ def test_the_same_state_mistakes_get_the_same_words(sync_pools, async_pools):
     for env in s.values():
         env.close()
     same_error(
-        {b: lambda e=e: e.step(np.zeros(4, np.int64)) for b, e in s.items()}, RuntimeError, "^the pool is closed$"
+        {b: lambda e=e: e.step(np.zeros(4, np.int64)) for b, e in s.items()},
+        ClosedEnvironmentError,
+        "^the pool is closed$",
     )
 
 

@@ -34,7 +34,15 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec._args import MODES, SET_KINDS, autoreset_mode_name, available_cores, check_env_ids, check_int
+from fastvec._args import (
+    MODES,
+    SET_KINDS,
+    autoreset_mode_name,
+    available_cores,
+    check_env_ids,
+    check_int,
+    check_timeout,
+)
 from fastvec._core import EnvError, Result
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
@@ -472,24 +480,41 @@ class PyEnvPool:
         finally:
             self._leave()
 
-    def recv(self) -> Result:
-        """Waits for the first ``batch_size`` envs to finish (every env in env order, in a sync pool)."""
+    def recv(self, timeout: float | None = None) -> Result:
+        """Waits for the first ``batch_size`` envs to finish (every env in env order, in a sync pool); after
+        ``timeout`` seconds (None: no limit), a TimeoutError naming the envs that have not answered, which stay
+        in flight."""
         self._enter("recv")
         try:
-            return self._recv()
+            return self._recv(check_timeout(timeout))
         finally:
             self._leave()
 
-    def recv_rest(self) -> Result:
+    def recv_ready(self, rows: int, timeout: float | None) -> Result:
+        """Waits for ``rows`` results (at most ``batch_size``, at most the envs in flight) for up to ``timeout``
+        seconds, then takes those that have come, at least one (Tianshou's ``timeout``); rows in the order taken."""
+        self._enter("recv")
+        try:
+            timeout = check_timeout(timeout)
+            rows = check_int("rows", rows, 1, min(self.batch_size, self._in_flight) or 1)
+            if not self._in_flight:
+                raise RuntimeError("recv_ready() would wait forever: no env is in flight")
+            ids, messages = self._collect(rows, timeout, settle=True)
+            return self._result(ids, messages, sort=False)
+        finally:
+            self._leave()
+
+    def recv_rest(self, timeout: float | None = None) -> Result:
         """In an async pool, waits for the envs still in flight when they are fewer than ``batch_size``."""
         self._enter("recv_rest")
         try:
+            timeout = check_timeout(timeout)
             if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
                 raise RuntimeError(
                     f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
                     f"env(s) in flight, batch_size {self.batch_size})"
                 )
-            ids, messages = self._collect(self._in_flight)
+            ids, messages = self._collect(self._in_flight, timeout)
             return self._result(ids, messages, sort=False)
         finally:
             self._leave()
@@ -591,13 +616,13 @@ class PyEnvPool:
         self._b.op[ids] = OP_STEP
         self._dispatch(ids)
 
-    def _recv(self) -> Result:
+    def _recv(self, timeout: float | None = None) -> Result:
         if self._in_flight < self.batch_size:
             raise RuntimeError(
                 f"recv() would wait forever: {self._in_flight} env(s) are in flight but batch_size is "
                 f"{self.batch_size}; send actions (or async_reset) first"
             )
-        ids, messages = self._collect(self.batch_size)
+        ids, messages = self._collect(self.batch_size, timeout)
         return self._result(ids, messages, sort=self.batch_size == self.num_envs)
 
     def close(self) -> None:
@@ -796,15 +821,19 @@ class PyEnvPool:
         self._needs_reset[ids] = False
         self._dispatch(ids)
 
-    def _collect(self, n: int) -> tuple[np.ndarray, dict[int, bytes]]:
+    def _collect(
+        self, n: int, timeout: float | None = None, settle: bool = False
+    ) -> tuple[np.ndarray, dict[int, bytes]]:
         """Waits for ``n`` more results; the env ids in the order they were taken, and the side-channel
-        messages of those that have one.
+        messages of those that have one. After ``timeout`` seconds (None: no limit) raises a TimeoutError
+        naming the envs that have not answered, or (``settle``) takes the results there are, once there is one.
 
         Nothing is consumed until every wait is over: results stay in the result rings (a worker never
         overwrites an entry the parent has not taken: each env has at most one request in flight, and a
         ring holds one entry per env) and messages in ``_messages``, so an exception at any blocking
-        point (Ctrl-C, a dead worker, close()) leaves them for the next call.
+        point (Ctrl-C, a dead worker, close(), the time-out) leaves them for the next call.
         """
+        give_up = None if timeout is None else time.perf_counter() + timeout
         ctrl = self._b.ctrl
         comp_ring = self._b.comp_ring
         flags = self._b.flags
@@ -821,7 +850,19 @@ class PyEnvPool:
             if deadline == 0.0:
                 deadline = time.perf_counter() + self._spin
             elif time.perf_counter() > deadline:
-                self._block()
+                if give_up is not None:
+                    left = give_up - time.perf_counter()
+                    if left > 0:
+                        self._block(min(left, _POLL_SECONDS))
+                    elif not settle:
+                        self._time_out(timeout, n, heads)
+                    elif sum(heads) > sum(tails):
+                        n = sum(heads) - sum(tails)
+                        break
+                    else:
+                        self._block()
+                else:
+                    self._block()
         start = self._start_worker
         parts: list[tuple[int, int, np.ndarray]] = []
         need = n
@@ -996,10 +1037,25 @@ class PyEnvPool:
             if e not in self._messages:
                 self._check_workers(wait=0.05 if self._sentinels[w] in ready else 0.0)
 
-    def _block(self) -> None:
+    def _time_out(self, timeout: float | None, n: int, heads: list[int]) -> None:
+        """Raises the TimeoutError of a wait for ``n`` results that did not come within ``timeout`` seconds,
+        naming the envs in flight that have not answered (their results are not in a ring yet)."""
+        ring = self._layout.ring
+        answered: set[int] = set()
+        for w, (head, tail) in enumerate(zip(heads, self._comp_tail, strict=True)):
+            answered.update(self._b.comp_ring[w, np.arange(tail, head) % ring].tolist())
+        silent = [e for e in np.flatnonzero(self._state == _IN_FLIGHT).tolist() if e not in answered]
+        where = ", ".join(f"env {e} (worker {int(self._worker_of[e])})" for e in silent[:8])
+        more = f" and {len(silent) - 8} more" if len(silent) > 8 else ""
+        raise TimeoutError(
+            f"recv(timeout={timeout}): waited for {n} results, {len(answered)} came; no answer yet from "
+            f"{where}{more}. They stay in flight: recv() again to take their results, or close() the pool"
+        )
+
+    def _block(self, seconds: float = _POLL_SECONDS) -> None:
         """Sleeps until a worker reports something (a result, a message, its death), close() nudges us,
-        or a timeout."""
-        ready = wait_readable(self._block_fds, _POLL_SECONDS)
+        or ``seconds`` pass."""
+        ready = wait_readable(self._block_fds, seconds)
         if self._closing:
             raise RuntimeError("the pool is closed")
         self._take_wakeups(ready)

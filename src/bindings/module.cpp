@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -160,13 +161,21 @@ class NativePool {
     // main thread raises KeyboardInterrupt there; what is in flight stays
     // in flight (reset() or close() go on from there). Python's signal
     // handlers run here, on the waiting thread (see ActiveCall).
-    pool_->set_interrupt_check([] {
+    pool_->set_interrupt_check([this] {
       // The interpreter is finalizing while this thread waits in a pool call: this is not the finalizing
       // thread (atexit handlers, which could call a pool, run before finalization is flagged), so it is a
       // daemon thread that CPython would end. Park before asking for the GIL: no forced unwind at all.
       if (interpreter_finalizing()) park_forever();
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      // A recv(timeout=...) past its deadline leaves as an interrupt does: nothing taken, all still in flight.
+      if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
+        PyErr_SetString(PyExc_TimeoutError, ("recv(timeout=" + timeout_text_ +
+                                             "): the envs in flight did not finish in time; they are still in "
+                                             "flight: recv() again to take their results, or reset() or close()")
+                                                .c_str());
+        throw py::error_already_set();
+      }
     });
     const core::Spec& s = pool_->spec();
     obs_shape_ = {pool_->batch_size()};
@@ -219,17 +228,22 @@ class NativePool {
     without_gil([&] { pool_->send_step(a.data, ids.data(), static_cast<int>(ids.size())); });
   }
 
-  py::object recv() {
+  // timeout: seconds (None: no limit) after which a wait still short of
+  // its rows raises TimeoutError, leaving them in flight. The caller may be
+  // stepping envs itself while it waits: the time-out is checked between.
+  py::object recv(const std::optional<double>& timeout) {
     const ActiveCall call(this);
     check_open();
+    const Deadline d(this, timeout);
     std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
     return result(std::move(batch), pool_->batch_size());
   }
 
   // The last, partial batch of an async pool: the envs still in flight.
-  py::object recv_rest() {
+  py::object recv_rest(const std::optional<double>& timeout) {
     const ActiveCall call(this);
     check_open();
+    const Deadline d(this, timeout);
     int rows = 0;
     std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv_rest(&rows); });
     return result(std::move(batch), rows);
@@ -288,6 +302,28 @@ class NativePool {
                                " and cannot be used after fork (its threads run in the parent only); "
                                "make a new pool in the child process");
   }
+
+  // The deadline of the recv in progress, for its interrupt check; owned by
+  // the calling thread (calls are serialised by ActiveCall and the pool's lock).
+  class Deadline {
+   public:
+    Deadline(NativePool* pool, const std::optional<double>& timeout) : pool_(pool) {
+      if (!timeout) return;
+      if (!std::isfinite(*timeout) || *timeout < 0)
+        throw py::value_error("timeout must be None or a finite number of seconds >= 0, got " +
+                              py::repr(py::float_(*timeout)).cast<std::string>());
+      pool_->deadline_ = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(std::min(*timeout, 1e9)));
+      pool_->timeout_text_ = py::repr(py::float_(*timeout)).cast<std::string>();
+    }
+    ~Deadline() { pool_->deadline_.reset(); }
+    Deadline(const Deadline&) = delete;
+    Deadline& operator=(const Deadline&) = delete;
+
+   private:
+    NativePool* pool_;
+  };
 
   void check_open() const {
     check_process();
@@ -494,6 +530,8 @@ class NativePool {
   }
 
   const pid_t pid_ = getpid();
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // see Deadline
+  std::string timeout_text_;
   std::unique_ptr<PoolBase> pool_;
   std::vector<py::ssize_t> obs_shape_;
   py::dtype obs_dtype_;
@@ -600,8 +638,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("closed", &NativePool::closed)
       .def("step", &NativePool::step, py::arg("actions"))
       .def("send", &NativePool::send, py::arg("actions"), py::arg("env_id"))
-      .def("recv", &NativePool::recv)
-      .def("recv_rest", &NativePool::recv_rest)
+      .def("recv", &NativePool::recv, py::arg("timeout") = py::none())
+      .def("recv_rest", &NativePool::recv_rest, py::arg("timeout") = py::none())
       .def("send_reset", &NativePool::send_reset, py::arg("env_id"), py::arg("seeds"))
       .def("reset_envs", &NativePool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
       .def("drain", &NativePool::drain)

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -476,10 +477,13 @@ class Pool final : public PoolBase {
   // The caller's one way to wait: until ready(word), stepping queued blocks
   // itself when a core is free for it, spinning briefly, then sleeping on
   // `word` (announced in `waiters`), with the interrupt check every
-  // kInterruptPollMs.
+  // kInterruptPollMs of sleep: after a sleep that saw no change, and at
+  // least that often while rows trickle in (the check also enforces a
+  // caller's time-out, which a steady trickle must not postpone).
   template <class Ready>
   void wait_until(std::atomic<int>& word, std::atomic<int>& waiters, Ready&& ready) {
     int spins = 0;
+    std::chrono::steady_clock::time_point checked{};  // set at the first sleep
     for (;;) {
       const int seen = word.load(std::memory_order_acquire);
       if (ready(seen)) return;
@@ -492,10 +496,17 @@ class Pool final : public PoolBase {
         cpu_relax();
         continue;
       }
+      if (interrupt_check_ && checked == std::chrono::steady_clock::time_point{})
+        checked = std::chrono::steady_clock::now();
       waiters.fetch_add(1, std::memory_order_seq_cst);
       if (word.load(std::memory_order_seq_cst) == seen) futex_wait(word, seen, kInterruptPollMs);
       waiters.fetch_sub(1, std::memory_order_seq_cst);
-      if (interrupt_check_ && word.load(std::memory_order_acquire) == seen) interrupt_check_();
+      if (!interrupt_check_) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (word.load(std::memory_order_acquire) == seen || now - checked >= std::chrono::milliseconds(kInterruptPollMs)) {
+        checked = now;
+        interrupt_check_();
+      }
     }
   }
 

@@ -1,0 +1,185 @@
+"""gymnasium's async API (reset_async/reset_wait, step_async/step_wait, with their time-outs and error classes),
+recv's time-out, and what a worker that never answers does: checked against AsyncVectorEnv's contract."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
+from gymnasium.vector import SyncVectorEnv
+
+import fastvec
+
+
+class Sleepy(gym.Env):
+    """Sleeps ``delay`` seconds in each step (a simulator over a socket that may stop answering)."""
+
+    observation_space = gym.spaces.Box(0.0, 1000.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, delay=0.0, reset_delay=0.0):
+        self.delay, self.reset_delay = delay, reset_delay
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        time.sleep(self.reset_delay)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        time.sleep(self.delay)
+        self.t += 1
+        return np.full(2, self.t, np.float32), 1.0, False, False, {}
+
+
+def cartpoles(backend, n=3):
+    if backend == "native":
+        return fastvec.make("CartPole-v1", n)
+    return fastvec.make([lambda: gym.make("CartPole-v1")] * n)
+
+
+ACTIONS = np.array([0, 1, 1])
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_reset_async_and_step_async_give_what_sync_vector_env_gives(backend):
+    reference = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
+    with cartpoles(backend) as env:
+        env.reset_async(seed=7)
+        obs, info = env.reset_wait()
+        want, _ = reference.reset(seed=7)
+        np.testing.assert_array_equal(obs, want)
+        assert env.np_random_seed == reference.np_random_seed == (7, 8, 9)
+        for _ in range(30):
+            env.step_async(ACTIONS)
+            got = env.step_wait(timeout=10)
+            want = reference.step(ACTIONS)
+            for a, b in zip(got[:4], want[:4], strict=True):
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_the_async_api_raises_gymnasiums_errors(backend):
+    env = cartpoles(backend)
+    with pytest.raises(NoAsyncCallError):
+        env.reset_wait()
+    with pytest.raises(NoAsyncCallError):
+        env.step_wait()
+    env.reset_async()
+    with pytest.raises(AlreadyPendingCallError, match="reset"):
+        env.reset_async()
+    with pytest.raises(AlreadyPendingCallError, match="reset"):
+        env.step_async(ACTIONS)
+    with pytest.raises(NoAsyncCallError):
+        env.step_wait()
+    env.reset_wait()
+    env.step_async(ACTIONS)
+    for call in (lambda: env.step(ACTIONS), env.reset, lambda: env.get_attr("spec"), env.recv):
+        with pytest.raises(AlreadyPendingCallError, match="step"):
+            call()
+    env.step_wait()
+    env.step(ACTIONS)  # and the pool goes on
+    env.close()
+    for call in (env.reset_async, env.reset, lambda: env.step(ACTIONS), lambda: env.step_async(ACTIONS)):
+        with pytest.raises(ClosedEnvironmentError):
+            call()
+    with pytest.raises(RuntimeError, match="closed"):  # still a RuntimeError, as before
+        env.step(ACTIONS)
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf"), "1"])
+def test_a_bad_timeout_is_refused_and_the_call_stays_pending(timeout):
+    with cartpoles("native") as env:
+        env.reset()
+        env.step_async(ACTIONS)
+        with pytest.raises((ValueError, TypeError), match="timeout"):
+            env.step_wait(timeout=timeout)
+        env.step_wait()
+
+
+def test_step_wait_timing_out_on_a_silent_env_names_it_and_the_step_stays_pending():
+    env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(0.6), lambda: Sleepy(0.0)], num_workers=3)
+    env.reset()
+    env.step_async(np.zeros(3, dtype=np.int64))
+    start = time.perf_counter()
+    with pytest.raises(multiprocessing.TimeoutError, match=r"env 1 \(worker 1\)") as caught:
+        env.step_wait(timeout=0.1)
+    assert time.perf_counter() - start < 0.5
+    assert isinstance(caught.value, TimeoutError)
+    assert "env 0" not in str(caught.value) and "env 2" not in str(caught.value)
+    with pytest.raises(AlreadyPendingCallError):  # still pending: its results are on their way
+        env.step_async(np.zeros(3, dtype=np.int64))
+    obs, reward, *_ = env.step_wait(timeout=10)
+    np.testing.assert_array_equal(obs[:, 0], [1, 1, 1])
+    np.testing.assert_array_equal(reward, [1.0, 1.0, 1.0])
+    env.close()
+
+
+def test_after_a_time_out_reset_starts_over_and_close_returns_with_a_worker_that_never_answers():
+    env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(0.4)], num_workers=2)
+    env.reset()
+    env.step_async(np.zeros(2, dtype=np.int64))
+    with pytest.raises(multiprocessing.TimeoutError):
+        env.step_wait(timeout=0.05)
+    obs, _ = env.reset()  # waits for env 1, drops that step, resets both
+    np.testing.assert_array_equal(obs, np.zeros((2, 2)))
+    np.testing.assert_array_equal(env.step(np.zeros(2, dtype=np.int64))[0][:, 0], [1, 1])
+
+    hung = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(3600.0)], num_workers=2)
+    hung.reset()
+    hung.step_async(np.zeros(2, dtype=np.int64))
+    with pytest.raises(multiprocessing.TimeoutError, match="env 1"):
+        hung.step_wait(timeout=0.05)
+    start = time.perf_counter()
+    hung.close()
+    assert time.perf_counter() - start < 30
+    with pytest.raises(ClosedEnvironmentError):
+        hung.step_wait()
+    env.close()
+
+
+def test_recv_timing_out_in_async_mode_keeps_the_batch_for_the_next_recv():
+    env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(0.5)], num_workers=2, batch_size=1)
+    env.async_reset()
+    assert sorted(int(env.recv()[4]["env_id"][0]) for _ in range(2)) == [0, 1]
+    env.send(np.zeros(2, dtype=np.int64), [0, 1])
+    assert env.recv(timeout=10)[4]["env_id"].tolist() == [0]
+    with pytest.raises(TimeoutError, match=r"no answer yet from env 1 \(worker 1\)"):
+        env.recv(timeout=0.05)
+    _, reward, _, _, info = env.recv(timeout=10)
+    assert info["env_id"].tolist() == [1] and reward.tolist() == [1.0]
+    env.close()
+
+
+def test_native_recv_times_out_and_the_batch_comes_later():
+    env = fastvec.make("_Debug-v0", 4, batch_size=2, num_threads=2, sleep_us=300_000)
+    env.async_reset()
+    for _ in range(2):
+        env.recv()
+    env.send(np.zeros(4, dtype=np.int64), np.arange(4))
+    start = time.perf_counter()
+    with pytest.raises(multiprocessing.TimeoutError, match="still in flight"):
+        env.recv(timeout=0.05)
+    assert time.perf_counter() - start < 0.28
+    rows = [env.recv(timeout=10)[4]["env_id"] for _ in range(2)]
+    assert sorted(np.concatenate(rows).tolist()) == [0, 1, 2, 3]
+    env.close()
+
+
+def test_reset_wait_timing_out_part_way_keeps_the_batches_it_has():
+    env = fastvec.make(
+        [lambda: Sleepy(), lambda: Sleepy(), lambda: Sleepy(reset_delay=0.4)], num_workers=3, batch_size=2
+    )
+    env.reset_async(seed=3)
+    with pytest.raises(multiprocessing.TimeoutError, match=r"env 2 \(worker 2\)"):
+        env.reset_wait(timeout=0.1)  # the first batch (envs 0 and 1) came; env 2 did not
+    obs, info = env.reset_wait(timeout=10)
+    np.testing.assert_array_equal(obs, np.zeros((3, 2)))
+    assert info["env_id"].tolist() == [0, 1, 2]
+    assert env.np_random_seed == (3, 4, 5)
+    env.close()
