@@ -103,13 +103,13 @@ def test_a_bad_timeout_is_refused_and_the_call_stays_pending(timeout):
 
 
 def test_step_wait_timing_out_on_a_silent_env_names_it_and_the_step_stays_pending():
-    env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(0.6), lambda: Sleepy(0.0)], num_workers=3)
+    env = fastvec.make([lambda: Sleepy(0.0), lambda: Sleepy(2.0), lambda: Sleepy(0.0)], num_workers=3)
     env.reset()
     env.step_async(np.zeros(3, dtype=np.int64))
     start = time.perf_counter()
     with pytest.raises(multiprocessing.TimeoutError, match=r"env 1 \(worker 1\)") as caught:
         env.step_wait(timeout=0.1)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 1.5
     assert isinstance(caught.value, TimeoutError)
     assert "env 0" not in str(caught.value) and "env 2" not in str(caught.value)
     with pytest.raises(AlreadyPendingCallError):  # still pending: its results are on their way
@@ -157,7 +157,7 @@ def test_recv_timing_out_in_async_mode_keeps_the_batch_for_the_next_recv():
 
 
 def test_native_recv_times_out_and_the_batch_comes_later():
-    env = fastvec.make("_Debug-v0", 4, batch_size=2, num_threads=2, sleep_us=300_000)
+    env = fastvec.make("_Debug-v0", 4, batch_size=2, num_threads=2, sleep_us=1_000_000)
     env.async_reset()
     for _ in range(2):
         env.recv()
@@ -165,7 +165,7 @@ def test_native_recv_times_out_and_the_batch_comes_later():
     start = time.perf_counter()
     with pytest.raises(multiprocessing.TimeoutError, match="still in flight"):
         env.recv(timeout=0.05)
-    assert time.perf_counter() - start < 0.28
+    assert time.perf_counter() - start < 0.9
     rows = [env.recv(timeout=10)[4]["env_id"] for _ in range(2)]
     assert sorted(np.concatenate(rows).tolist()) == [0, 1, 2, 3]
     env.close()

@@ -58,6 +58,7 @@ from hypothesis.stateful import (
 
 import fastvec
 from fastvec.pyenv import EnvError
+from fastvec.vector import ClosedError
 
 CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared hung
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
@@ -438,7 +439,8 @@ class PoolMachine(RuleBasedStateMachine):
                     ) from exc
                 if not errors:
                     raise AssertionError(f"{what} is valid but raised {type(exc).__name__}: {exc}") from exc
-                if type(exc) not in errors:
+                # A closed pool's ClosedError (gymnasium's ClosedEnvironmentError) is the model's RuntimeError.
+                if (RuntimeError if type(exc) is ClosedError else type(exc)) not in errors:
                     raise AssertionError(
                         f"{what} raised {type(exc).__name__} ({exc}); expected one of "
                         f"{sorted(e.__name__ for e in errors)}"
@@ -1048,7 +1050,7 @@ class PoolMachine(RuleBasedStateMachine):
             t.join(CALL_TIMEOUT)
         assert not any(t.is_alive() for t in threads), f"{what}: a thread is still in a pool call"
         for exc in outcomes:
-            if type(exc) is not RuntimeError:
+            if type(exc) not in (RuntimeError, ClosedError):  # ClosedError: a RuntimeError too
                 raise AssertionError(f"{what}: another thread got {type(exc).__name__}: {exc}") from exc
 
     @precondition(lambda self: self.native)
