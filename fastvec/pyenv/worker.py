@@ -242,13 +242,20 @@ def run(
         _close_envs(envs)
         return
     buffers = Buffers(layout, mm)
-    send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
+        send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
         _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
+    except (BrokenPipeError, ConnectionResetError):
+        # The parent closed its ends of the pipes: it is closing the pool (close() with envs in flight) or it
+        # died. Nobody is left to tell, and a traceback on the user's terminal would be noise: exit quietly.
+        pass
     finally:
         _close_envs(envs)
-        buffers.release()
-        mm.close()
+        buffers.release()  # (the loop's views went with its frame, unless a traceback still holds them:
+        try:  # then the mapping goes when the process exits, a moment later)
+            mm.close()
+        except BufferError:
+            pass
 
 
 def _refuse_shared_instances(envs: list, lo: int) -> None:
