@@ -602,3 +602,33 @@ def test_pool_works_when_file_descriptors_exceed_1024():
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# -- envs that wait ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_envs_that_sleep_overlap_with_one_worker_per_env():
+    n, steps, sleep = 8, 4, 0.05
+    env = count_env(num_envs=n, num_workers="per_env", env={"sleep": sleep})
+    with env:
+        assert env.num_workers == n and len(set(env.worker_pids)) == n
+        env.reset()
+        start = time.perf_counter()
+        for _ in range(steps):
+            obs, *_ = env.step(np.ones(n, np.int64))
+        elapsed = time.perf_counter() - start
+    assert obs[:, 0].tolist() == [steps] * n
+    serial = n * steps * sleep  # what one worker stepping the envs one after another sleeps (1.6 s)
+    assert elapsed < serial / 2, f"{n} envs sleeping {sleep} s a step took {elapsed:.2f} s for {steps} steps"
+
+
+def test_num_workers_per_env_and_its_spellings():
+    with fastvec.make(CountEnv, 3, num_threads="per_env", start_method="fork") as env:  # make()'s name for it
+        assert env.num_workers == 3
+    with fastvec.make([CountEnv] * 2, num_workers="per_env", start_method="fork") as env:
+        assert env.num_workers == 2
+    with pytest.raises(ValueError, match=r"num_workers must be an int or 'per_env', got 'per-env'"):
+        fastvec.make(CountEnv, 2, num_workers="per-env")
+    with pytest.raises(ValueError, match=r"num_workers must be in \[1, 2\], got 3"):
+        fastvec.make(CountEnv, 2, num_workers=3)
