@@ -120,6 +120,28 @@ def _add_info(infos: dict[str, Any], env_info: dict[str, Any], row: int, size: i
     return infos
 
 
+def _env_exception(
+    e: int, what: str, exc_blob: bytes | None, type_name: str, message: str, trace: str
+) -> BaseException:
+    """The exception env ``e`` raised in ``what`` in its worker (pickled there as ``exc_blob``), with its own type, as
+    gymnasium's AsyncVectorEnv re-raises it, and a note naming the env with the worker's traceback; an EnvError
+    with its type and message when it could not travel."""
+    error: BaseException | None = None
+    if exc_blob is not None:
+        try:
+            error = pickle.loads(exc_blob)
+        except Exception:
+            error = None
+    if not isinstance(error, BaseException):  # it could not travel: its type and message as text
+        error = EnvError(f"env {e} raised {type_name}: {message}")
+    note = f"raised by env {e} in {what}, in its worker process; traceback there:\n{trace.rstrip()}"
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:  # Python 3.10: notes are kept, not printed
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
+    return error
+
+
 class _Resources:
     """Everything that must be released, kept apart from the env so that weakref.finalize can
     release it at garbage collection or interpreter exit without keeping the env alive."""
@@ -608,8 +630,10 @@ class PyEnvPool:
     def _send(self, actions: Any, env_id: Any) -> None:
         ids = self._all_ids if env_id is None else self._check_ids(env_id)
         state = self._state[ids]
+        # An env never reset (_FRESH) is stepped too, as gymnasium's and SB3's vector envs step it: the env
+        # decides (gymnasium's OrderEnforcing raises ResetNeeded, which comes back with its own type).
         if (
-            (state != _IDLE).any()
+            (state == _IN_FLIGHT).any()
             or self._broken[ids].any()
             or (self._mode == AutoresetMode.DISABLED and self._needs_reset[ids].any())
         ):
@@ -712,9 +736,7 @@ class PyEnvPool:
 
     def _explain_refusal(self, ids: np.ndarray) -> None:
         for e in ids.tolist():
-            if self._state[e] == _FRESH:
-                raise RuntimeError(f"env {e} has not been reset; call reset() or async_reset() first")
-            if self._state[e] != _IDLE:
+            if self._state[e] == _IN_FLIGHT:
                 raise RuntimeError(
                     f"env {e} is not awaiting an action (it was sent one and its result has not been received)"
                 )
@@ -972,21 +994,7 @@ class PyEnvPool:
                 f"env {e}: the result of {what} (a {reply[1]}) cannot be pickled to be sent back from its worker "
                 f"process: {reply[2]}"
             )
-        _, exc_blob, type_name, message, trace = reply
-        error: BaseException | None = None
-        if exc_blob is not None:
-            try:
-                error = pickle.loads(exc_blob)
-            except Exception:
-                error = None
-        if not isinstance(error, BaseException):  # it could not travel: its type and message as text
-            error = EnvError(f"env {e} raised {type_name}: {message}")
-        note = f"raised by env {e} in {what}, in its worker process; traceback there:\n{trace.rstrip()}"
-        if hasattr(error, "add_note"):
-            error.add_note(note)
-        else:  # Python 3.10: notes are kept, not printed
-            error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
-        raise error
+        raise _env_exception(e, what, *reply[1:])
 
     def _pull(self, w: int) -> None:
         """Reads what worker ``w``'s side pipe holds, without blocking, and files every whole message in
@@ -1129,7 +1137,7 @@ class PyEnvPool:
                 final_obs = self._obs_rows(b.final_obs, env_id)
                 final_info = {}
         info: dict[str, Any] = {}
-        error = None
+        error: BaseException | None = None
         if messages:
             for r, e in enumerate(env_id.tolist()):  # in row order: the first error reported is the first row's
                 blob = messages.get(e)
@@ -1142,7 +1150,7 @@ class PyEnvPool:
                 if msg[0] != "info":
                     self._broken[e] = True
                     if error is None:
-                        error = self._error_text(e, msg)
+                        error = self._env_error(e, msg)
                     continue
                 _, env_info, env_final_info = msg
                 if env_info:
@@ -1150,7 +1158,7 @@ class PyEnvPool:
                 if env_final_info:
                     _add_info(final_info, env_final_info, r, size)
         if error is not None:
-            raise EnvError(error)
+            raise error
         return Result(
             (
                 obs,
@@ -1168,9 +1176,12 @@ class PyEnvPool:
         )
 
     @staticmethod
-    def _error_text(e: int, msg: tuple) -> str:
+    def _env_error(e: int, msg: tuple) -> BaseException:
+        """The exception for env ``e``'s error message: what the env raised in reset() or step(), with its own type
+        (see _env_exception); an EnvError for an observation that does not fit its space or an info that cannot
+        be unpickled here."""
         if msg[0] == "error":
-            return f"env {e} raised: {msg[1]}\n\ntraceback in the worker:\n{msg[2]}"
+            return _env_exception(e, f"{msg[5]}()", *msg[1:5])
         if msg[0] == "bad_obs":
-            return f"env {e}: {msg[1]}"
-        return f"env {e}: its info could not be unpickled in the parent: {msg[1]}"
+            return EnvError(f"env {e}: {msg[1]}")
+        return EnvError(f"env {e}: its info could not be unpickled in the parent: {msg[1]}")

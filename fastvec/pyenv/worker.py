@@ -418,6 +418,7 @@ class _Worker:
         env = self.envs[k]
         b.flags[e] = 0
         b.ended[e] = False
+        where = "reset"  # what the env was asked to do, for an error's note
         try:
             explicit = b.op[e] == OP_RESET
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
@@ -432,6 +433,7 @@ class _Worker:
                 if info:
                     self._send_info(e, info, None)
                 return
+            where = "step"
             obs, reward, terminated, truncated, info = env.step(self._action(e))
             self.elapsed[k] += 1
             self.ret[k] += float(reward)
@@ -447,6 +449,7 @@ class _Worker:
                 if self.mode == "same_step":
                     self._write_obs(b.final_obs, e, obs, "step")
                     final_info = info
+                    where = "reset"
                     obs, info = env.reset()
                     self.elapsed[k] = 0
                     self.ret[k] = 0.0
@@ -465,10 +468,15 @@ class _Worker:
             b.truncated[e] = False
             b.ended[e] = False
             self.needs_reset[k] = False
+            message: tuple
             if isinstance(exc, BadObservation):
                 message = ("bad_obs", str(exc))
-            else:
-                message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            else:  # the exception itself when it pickles, so that the parent raises it with its own type
+                try:
+                    exc_blob: bytes | None = _dumps(exc)
+                except Exception:
+                    exc_blob = None
+                message = ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc), where)
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _action(self, e: int) -> Any:
