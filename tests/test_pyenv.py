@@ -687,3 +687,62 @@ def test_num_workers_per_env_and_its_spellings():
         fastvec.make(CountEnv, 2, num_workers="per-env")
     with pytest.raises(ValueError, match=r"num_workers must be in \[1, 2\], got 3"):
         fastvec.make(CountEnv, 2, num_workers=3)
+
+
+# -- observations on their space's bounds --------------------------------------------
+
+
+_I64 = np.iinfo(np.int64)
+EDGE_SPACES = {
+    "float32": gym.spaces.Box(np.float32(0.1), np.float32(0.7), (3,), np.float32),
+    "float64 bounds of a float32 box": gym.spaces.Box(0.1, 0.7, (3,), np.float32),  # stored rounded to float32
+    "inf": gym.spaces.Box(-np.inf, np.inf, (2,), np.float32),
+    "half inf, float64": gym.spaces.Box(np.array([-np.inf, 0.0]), np.array([0.0, np.inf]), (2,), np.float64),
+    "scalar": gym.spaces.Box(-1.0, 1.0, (), np.float32),
+    "uint8": gym.spaces.Box(0, 255, (4,), np.uint8),
+    "int64 full range": gym.spaces.Box(_I64.min, _I64.max, (2,), np.int64),
+    "dict": gym.spaces.Dict(
+        {"a": gym.spaces.Box(-np.inf, 1.0, (2,), np.float32), "b": gym.spaces.Box(-2, 2, (1,), np.float64)}
+    ),
+}
+
+
+class EdgeEnv(gym.Env):
+    """Observes its space's low (action 0, and at reset) or high (action 1) exactly, as float64 arrays when
+    ``as_float64`` (what an env computing in float64 returns for a float32 box)."""
+
+    def __init__(self, name: str, as_float64: bool) -> None:
+        self.observation_space = EDGE_SPACES[name]
+        self.action_space = gym.spaces.Discrete(2)
+        self.as_float64 = as_float64
+
+    def _edge(self, space, high):
+        value = space.high if high else space.low
+        return value.astype(np.float64) if self.as_float64 and value.dtype.kind == "f" else value.copy()
+
+    def _obs(self, high):
+        if isinstance(self.observation_space, gym.spaces.Dict):
+            return {k: self._edge(s, high) for k, s in self.observation_space.spaces.items()}
+        return self._edge(self.observation_space, high)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(False), {}
+
+    def step(self, action):
+        return self._obs(bool(action)), 0.0, False, False, {}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("as_float64", [False, True])
+@pytest.mark.parametrize("name", list(EDGE_SPACES))
+def test_observations_on_their_space_bounds_come_out_unchanged(name, as_float64):
+    fns = [lambda: EdgeEnv(name, as_float64)] * 2
+    ref = gym.vector.SyncVectorEnv(fns)
+    with fastvec.make(fns, start_method="fork") as env:
+        assert_tree_equal(env.reset()[0], ref.reset()[0])
+        for actions in ([0, 1], [1, 0], [1, 1]):
+            obs = env.step(np.array(actions))[0]
+            assert_tree_equal(obs, ref.step(np.array(actions))[0])  # values and dtypes, bit for bit
+            for row in gym.vector.utils.iterate(env.observation_space, obs):  # (a scalar box's rows: numpy scalars)
+                assert env.single_observation_space.contains(row if isinstance(row, dict) else np.asarray(row)), row
