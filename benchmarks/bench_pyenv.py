@@ -3,7 +3,10 @@ AsyncVectorEnv (and PufferLib's multiprocessing backend when installed), side by
 
     python benchmarks/bench_pyenv.py --seconds 2 --reps 3 --num-envs 2 8 32
 
-Envs: gymnasium's Python CartPole-v1, and HeavyEnv (about 50 us of numpy work a step, no sleeps).
+Envs: gymnasium's Python CartPole-v1, HeavyEnv (about 50 us of numpy work a step, no sleeps), and
+SleepEnv (``time.sleep(0.005)`` a step: an env that waits, as on I/O or a simulator over a socket).
+fastvec runs twice: with its default number of worker processes (one fewer than the cores) and with
+``num_workers="per_env"`` (one process per env, as the others run them), the option for envs that wait.
 Each measurement: fresh vector env, reset, 0.3 s warm-up, then steps with pre-generated random
 actions for --seconds; contenders are interleaved (A B C A B C ...) and the median and min-max of
 --reps repetitions are reported, as steps/s (one step of one env = one step).
@@ -26,6 +29,7 @@ from fastvec.bench.measure import Cell
 from fastvec.bench.runners import SyncRunner
 
 HEAVY_ITERATIONS = 24
+SLEEP_SECONDS = 0.005
 WARMUP_SECONDS = 0.3
 NUM_ACTION_ROWS = 256
 CHUNK = 16  # step calls between readings of the timer
@@ -57,6 +61,25 @@ class HeavyEnv(gym.Env):
         return x.astype(np.float32), float(x[0]), bool(abs(x[1]) > 0.99), self.t >= 200, {}
 
 
+class SleepEnv(gym.Env):
+    """A Python env whose step waits 5 ms (time.sleep) and computes nothing: the CPU is free meanwhile."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-1, 1, (4,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        time.sleep(SLEEP_SECONDS)
+        self.t += 1
+        return np.zeros(4, np.float32), 1.0, False, self.t >= 200, {}
+
+
 def make_cartpole() -> gym.Env:
     return gym.make("CartPole-v1")
 
@@ -65,13 +88,29 @@ def make_heavy() -> gym.Env:
     return HeavyEnv()
 
 
-ENVS: dict[str, Callable[[], gym.Env]] = {"CartPole-v1": make_cartpole, "HeavyEnv (~50 us/step)": make_heavy}
+def make_sleep() -> gym.Env:
+    return SleepEnv()
+
+
+ENVS: dict[str, Callable[[], gym.Env]] = {
+    "CartPole-v1": make_cartpole,
+    "HeavyEnv (~50 us/step)": make_heavy,
+    "SleepEnv (sleeps 5 ms/step)": make_sleep,
+}
 
 
 def _fastvec(env_fn, n):
     import fastvec
 
     env = fastvec.make([env_fn] * n)
+    env.reset(seed=0)
+    return env
+
+
+def _fastvec_per_env(env_fn, n):
+    import fastvec
+
+    env = fastvec.make([env_fn] * n, num_workers="per_env")
     env.reset(seed=0)
     return env
 
@@ -108,6 +147,7 @@ def _pufferlib(env_fn, n):
 
 CONTENDERS = {
     "fastvec pyenv": ("fastvec", _fastvec),
+    'fastvec pyenv, num_workers="per_env"': ("fastvec", _fastvec_per_env),
     "SB3 SubprocVecEnv": ("stable_baselines3", _sb3),
     "gymnasium AsyncVectorEnv": ("gymnasium", _gym_async),
     "PufferLib Multiprocessing": ("pufferlib", _pufferlib),
@@ -142,6 +182,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per config")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[2, 8, 32])
     parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=list(CONTENDERS))
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -158,14 +199,14 @@ def main() -> None:
             "compare ratios within this run only"
         )
     results = []
-    available = {name: c for name, c in CONTENDERS.items() if machine.installed(c[0])}
+    available = {name: c for name, c in CONTENDERS.items() if name in args.contenders and machine.installed(c[0])}
     for env_name in args.envs:
         for n in args.num_envs:
             cells = {name: Cell() for name in available}
             for _ in range(args.reps):  # the same order every repetition
                 for name, (_, factory) in available.items():
                     cells[name].add(measure_fresh(factory, ENVS[env_name], n, args.seconds))
-            for name in CONTENDERS:
+            for name in args.contenders:
                 row = {"env": env_name, "num_envs": n, "contender": name}
                 if name in cells:
                     rates = cells[name].steps_per_s
@@ -180,10 +221,10 @@ def main() -> None:
         if "median" not in row:
             print(f"| {row['env']} | {row['num_envs']} | {row['contender']} | not installed | | |")
             continue
-        ours = next(
+        ours = next(  # (the first fastvec contender measured: the default, unless --contenders left it out)
             r
             for r in results
-            if r["env"] == row["env"] and r["num_envs"] == row["num_envs"] and r["contender"] == "fastvec pyenv"
+            if r["env"] == row["env"] and r["num_envs"] == row["num_envs"] and r["contender"].startswith("fastvec")
         )
         ratio = ours["median"] / row["median"]
         print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
@@ -29,6 +30,11 @@ SET_KINDS = ("set", "set_outer", "set_unwrapped")  # their args: one value per e
 # Names env_call does not call: the pool owns the envs' resets, steps and lifetime (gymnasium's AsyncVectorEnv
 # refuses the same names in call()).
 POOL_METHODS = ("reset", "step", "close")
+
+
+class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
+    """A step of an env that was never reset, which the native pool refuses: gymnasium's error (what a Python env
+    with gymnasium's OrderEnforcing raises there) and the RuntimeError the pool raised before."""
 
 
 def available_cores() -> int:

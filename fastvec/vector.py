@@ -33,6 +33,7 @@ from fastvec._args import (
     MODES,
     POOL_METHODS,
     SET_KINDS,
+    ResetNeeded,
     autoreset_mode_name,
     available_cores,
     check_env_ids,
@@ -265,6 +266,47 @@ class NativePool(_core.Pool):
             "observation_space": self.single_observation_space,
             "action_space": self.single_action_space,
         }
+        self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see _refused)
+
+    # A step of an env that was never reset is refused by the C++ pool with a RuntimeError; gymnasium's and SB3's
+    # vector envs pass it to the env, whose OrderEnforcing raises gymnasium's ResetNeeded. Knowing which envs were
+    # reset, the refusal is raised as fastvec's ResetNeeded (both), without reading the C++ message.
+
+    def step(self, actions: Any) -> _core.Result:
+        try:
+            return super().step(actions)
+        except RuntimeError as exc:
+            self._refused(exc, None)
+            raise
+
+    def send(self, actions: Any, env_id: Any) -> None:
+        try:
+            super().send(actions, env_id)
+        except RuntimeError as exc:
+            self._refused(exc, env_id)
+            raise
+
+    def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
+        super().send_reset(env_id, seeds)
+        self._ever_reset[slice(None) if env_id is None else env_id] = True
+
+    def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
+        result = super().reset_envs(env_id, seeds, all_rows)
+        self._ever_reset[env_id] = True
+        return result
+
+    def _refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
+        named an env that was never reset."""
+        if self.closed:
+            return
+        ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id).reshape(-1)
+        fresh = ids[~self._ever_reset[ids]]
+        if len(fresh):
+            raise ResetNeeded(
+                f"env {fresh[0]} has not been reset: cannot call env.step() before calling env.reset(); "
+                "call reset() or async_reset() first"
+            ) from exc
 
     def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
         """``rows`` results: a native env never waits on anything (its step is C++ code that returns), so the

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import types
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -349,3 +350,64 @@ def test_vec_transpose_image_refuses_channel_first_frames():
     (its PPO only adds it for channel-last images); nothing to transpose."""
     with pytest.raises(AssertionError, match="channel last"):
         VecTransposeImage(fastvec.sb3_vec("Pong-v5", 1))
+
+
+class StructActionEnv(gym.Env):
+    """Dict or Tuple actions; obs = [kind, push, steps]; reward = kind + sum(push)."""
+
+    def __init__(self, kind: str = "dict") -> None:
+        parts = {"kind": gym.spaces.Discrete(3), "push": gym.spaces.Box(-1, 1, (2,), np.float32)}
+        self.action_space = gym.spaces.Dict(parts) if kind == "dict" else gym.spaces.Tuple(tuple(parts.values()))
+        self.observation_space = gym.spaces.Box(-10, 1e6, (4,), np.float32)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        kind, push = (action["kind"], action["push"]) if isinstance(action, dict) else action
+        self.t += 1
+        obs = np.array([kind, *np.asarray(push, np.float32), self.t], np.float32)
+        return obs, float(kind) + float(np.sum(push)), self.t >= 5, False, {}
+
+
+@pytest.mark.parametrize("kind", ["dict", "tuple"])
+def test_dict_and_tuple_actions_as_per_env_lists_or_batched(kind):
+    """DummyVecEnv hands ``actions[i]`` to env ``i``: a list of dicts (tuples) for a Dict (Tuple) space. fastvec
+    takes that list and the batched dict (tuple) of arrays alike."""
+    n = 3
+    fns = [lambda: StructActionEnv(kind)] * n
+    ours = fastvec.sb3_vec(fns, monitor=False, start_method="fork")
+    ref = DummyVecEnv(fns)
+    np.testing.assert_array_equal(ours.reset(), ref.reset())
+    rng = np.random.default_rng(0)
+    ends = 0
+    for t in range(12):
+        kinds = rng.integers(0, 3, n)
+        pushes = rng.uniform(-1, 1, (n, 2)).astype(np.float32)
+        if kind == "dict":
+            per_env = [{"kind": int(k), "push": p} for k, p in zip(kinds, pushes, strict=True)]
+            batched: Any = {"kind": kinds, "push": pushes}
+        else:
+            per_env = [(int(k), p) for k, p in zip(kinds, pushes, strict=True)]
+            batched = (kinds, pushes)
+        o2, r2, d2, i2 = ref.step(per_env)
+        o1, r1, d1, i1 = ours.step(per_env if t % 2 else batched)
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_allclose(r1, r2, rtol=1e-6)
+        np.testing.assert_array_equal(d1, d2)
+        for a, b in zip(i1, i2, strict=True):
+            assert a.keys() == b.keys()
+            if "terminal_observation" in b:
+                ends += 1
+                np.testing.assert_array_equal(a["terminal_observation"], b["terminal_observation"])
+    assert ends == 2 * n
+    with pytest.raises(ValueError, match=r"actions: a list of per-env actions needs one per env \(3\), got 2"):
+        ours.step(per_env[:2])
+    with pytest.raises(TypeError, match="actions: a list of per-env actions must hold one element of"):
+        ours.step([per_env[0], per_env[1], {"kind": 1}] if kind == "dict" else [(1,), *per_env[1:]])
+    assert ours.step(per_env)[0].shape == (n, 4)  # still usable
+    ours.close()
+    ref.close()

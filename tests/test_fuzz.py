@@ -57,6 +57,7 @@ from hypothesis.stateful import (
 )
 
 import fastvec
+from fastvec._args import ResetNeeded
 from fastvec.pyenv import EnvError
 from fastvec.vector import ClosedError
 
@@ -562,6 +563,11 @@ class PoolMachine(RuleBasedStateMachine):
         self.ops_since_make = 0
         if kwargs.get("max_episode_steps") is not None:
             assert env.max_episode_steps == kwargs["max_episode_steps"]
+        if not self.native:
+            # The Python-env pool passes a step of an env never reset to the env, as gymnasium's vector envs do
+            # (the gymnasium envs here raise ResetNeeded, and the others in the batch step): tests/test_pyenv.py
+            # covers it; the model starts these pools reset.
+            self._full_reset(None, "reset() after make")
 
     def _close_pool(self, how: str) -> None:
         env = self.env
@@ -851,8 +857,13 @@ class PoolMachine(RuleBasedStateMachine):
         if len(np.unique(arr)) != len(arr):
             errors.add(ValueError)
         if not m.sendable()[arr].all():
-            errors.add(RuntimeError)
+            errors |= self._state_errors(arr)
         return errors
+
+    def _state_errors(self, ids: np.ndarray) -> set:
+        """The errors of a step of ``ids``, some of which are not awaiting an action: a RuntimeError, and the native
+        pool's ResetNeeded (also a RuntimeError) when one was never reset (Python machines reset at make)."""
+        return {RuntimeError, ResetNeeded} if (self.model.state[ids] == FRESH).any() else {RuntimeError}
 
     def _draw_ids(self, data: st.DataObject, valid: bool) -> tuple[Any, int]:
         """Env ids for send (and their row count): some of the envs awaiting an action, or a mistake."""
@@ -905,7 +916,7 @@ class PoolMachine(RuleBasedStateMachine):
             if not m.sync:
                 errors.add(ValueError)
             elif not m.sendable().all():
-                errors.add(RuntimeError)
+                errors |= self._state_errors(np.arange(m.n))
         else:
             if m.sync:
                 env_id = np.random.default_rng(data.draw(st.integers(0, 9), label="order")).permutation(m.n)

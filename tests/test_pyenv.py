@@ -254,8 +254,6 @@ def test_async_usage_errors_and_reset_in_async_mode():
     env = count_env(num_envs=5, batch_size=2, num_workers=2)
     with pytest.raises(RuntimeError, match="recv"):
         env.recv()
-    with pytest.raises(RuntimeError, match="has not been reset"):
-        env.send([0], [0])
     env.async_reset()
     ids = env.recv()[4]["env_id"]
     env.send([1, 1], ids)
@@ -472,9 +470,12 @@ def test_env_exception_names_the_env_and_carries_the_traceback():
     env.reset()
     env.step([0, 0, 0, 0])
     env.step([0, 0, 0, 0])
-    with pytest.raises(EnvError, match="env 2 raised: ValueError: CountEnv asked to throw at step 3") as raised:
+    with pytest.raises(ValueError) as raised:  # its own type
         env.step([1, 1, 1, 1])
-    assert "Traceback" in str(raised.value) and "in step" in str(raised.value)
+    assert str(raised.value) == "CountEnv asked to throw at step 3"
+    (note,) = raised.value.__notes__
+    assert note.startswith("raised by env 2 in step(), in its worker process; traceback there:\nTraceback"), note
+    assert "in step" in note and 'raise ValueError(f"CountEnv asked to throw' in note
     with pytest.raises(RuntimeError, match="env 2 raised an exception earlier"):
         env.step([0, 0, 0, 0])
     obs, _ = env.reset()
@@ -483,12 +484,66 @@ def test_env_exception_names_the_env_and_carries_the_traceback():
     env.close()
 
 
+class TwoArgError(Exception):
+    """Pickles in the worker but cannot be rebuilt (pickle calls it with its message alone)."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+class RaisesTwoArgError(CountEnv):
+    def step(self, action):
+        raise TwoArgError(1, 2)
+
+
+@pytest.mark.timeout(60)
+def test_an_env_exception_that_cannot_travel_is_an_env_error_with_its_type_and_message():
+    with fastvec.make([CountEnv, RaisesTwoArgError], start_method="fork") as env:
+        env.reset()
+        with pytest.raises(EnvError) as raised:
+            env.step([0, 0])
+        assert str(raised.value) == "env 1 raised test_pyenv.TwoArgError: 1 and 2"
+        assert raised.value.__notes__[0].startswith("raised by env 1 in step(), in its worker process")
+
+
+@pytest.mark.timeout(60)
+def test_step_before_the_first_reset_goes_to_the_env_as_in_gymnasiums_vector_envs():
+    # An env without gymnasium's OrderEnforcing steps (as SyncVectorEnv, AsyncVectorEnv and SB3's DummyVecEnv
+    # step it): before, the pool refused with RuntimeError "env 0 has not been reset".
+    ref = gym.vector.SyncVectorEnv([CountEnv] * 3)
+    with fastvec.make([CountEnv] * 3, start_method="fork") as env:
+        actions = np.array([1, 2, 3])
+        ref_result, result = ref.step(actions), env.step(actions)
+        for got, want in zip(result[:4], ref_result[:4], strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert result[0].tolist() == [[1, 1], [1, 2], [1, 3]]
+    # One with it raises gymnasium's ResetNeeded, with its type, from the env; the pool stays usable.
+    make_cartpole = lambda: gym.make("CartPole-v1")  # noqa: E731
+    with pytest.raises(gym.error.ResetNeeded) as raised:
+        gym.vector.SyncVectorEnv([make_cartpole] * 2).step(np.zeros(2, np.int64))
+    message = str(raised.value)
+    assert message == "Cannot call env.step() before calling env.reset()"
+    with fastvec.make([make_cartpole] * 2, start_method="fork") as env:
+        with pytest.raises(gym.error.ResetNeeded) as raised:
+            env.step(np.zeros(2, np.int64))
+        assert str(raised.value) == message
+        assert raised.value.__notes__[0].startswith("raised by env 0 in step(), in its worker process")
+        obs, _ = env.reset(seed=0)
+        assert env.step(np.zeros(2, np.int64))[0].shape == (2, 4)
+    # In async mode the send goes through, and recv returns the steps.
+    with count_env(num_envs=4, batch_size=2) as env:
+        env.send(np.array([1, 2]), [1, 3])
+        obs, rew, *_, info = env.recv()
+        assert sorted(info["env_id"].tolist()) == [1, 3] and sorted(rew.tolist()) == [1.0, 2.0]
+        assert obs[:, 0].tolist() == [1, 1]
+
+
 @pytest.mark.timeout(60)
 def test_env_exception_in_async_mode():
     env = fastvec.make([CountEnv, lambda: CountEnv(throw_at=1)] * 2, batch_size=2, start_method="fork")
     env.async_reset()
     seen = set()
-    with pytest.raises(EnvError, match=r"env [13] raised"):
+    with pytest.raises(ValueError, match=r"raised by env [13] in step\(\)"):
         for _ in range(4):
             ids = env.recv()[4]["env_id"]
             seen.update(ids.tolist())
@@ -602,3 +657,92 @@ def test_pool_works_when_file_descriptors_exceed_1024():
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# -- envs that wait ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_envs_that_sleep_overlap_with_one_worker_per_env():
+    n, steps, sleep = 8, 4, 0.05
+    env = count_env(num_envs=n, num_workers="per_env", env={"sleep": sleep})
+    with env:
+        assert env.num_workers == n and len(set(env.worker_pids)) == n
+        env.reset()
+        start = time.perf_counter()
+        for _ in range(steps):
+            obs, *_ = env.step(np.ones(n, np.int64))
+        elapsed = time.perf_counter() - start
+    assert obs[:, 0].tolist() == [steps] * n
+    serial = n * steps * sleep  # what one worker stepping the envs one after another sleeps (1.6 s)
+    assert elapsed < serial / 2, f"{n} envs sleeping {sleep} s a step took {elapsed:.2f} s for {steps} steps"
+
+
+def test_num_workers_per_env_and_its_spellings():
+    with fastvec.make(CountEnv, 3, num_threads="per_env", start_method="fork") as env:  # make()'s name for it
+        assert env.num_workers == 3
+    with fastvec.make([CountEnv] * 2, num_workers="per_env", start_method="fork") as env:
+        assert env.num_workers == 2
+    with pytest.raises(ValueError, match=r"num_workers must be an int or 'per_env', got 'per-env'"):
+        fastvec.make(CountEnv, 2, num_workers="per-env")
+    with pytest.raises(ValueError, match=r"num_workers must be in \[1, 2\], got 3"):
+        fastvec.make(CountEnv, 2, num_workers=3)
+
+
+# -- observations on their space's bounds --------------------------------------------
+
+
+_I64 = np.iinfo(np.int64)
+EDGE_SPACES = {
+    "float32": gym.spaces.Box(np.float32(0.1), np.float32(0.7), (3,), np.float32),
+    "float64 bounds of a float32 box": gym.spaces.Box(0.1, 0.7, (3,), np.float32),  # stored rounded to float32
+    "inf": gym.spaces.Box(-np.inf, np.inf, (2,), np.float32),
+    "half inf, float64": gym.spaces.Box(np.array([-np.inf, 0.0]), np.array([0.0, np.inf]), (2,), np.float64),
+    "scalar": gym.spaces.Box(-1.0, 1.0, (), np.float32),
+    "uint8": gym.spaces.Box(0, 255, (4,), np.uint8),
+    "int64 full range": gym.spaces.Box(_I64.min, _I64.max, (2,), np.int64),
+    "dict": gym.spaces.Dict(
+        {"a": gym.spaces.Box(-np.inf, 1.0, (2,), np.float32), "b": gym.spaces.Box(-2, 2, (1,), np.float64)}
+    ),
+}
+
+
+class EdgeEnv(gym.Env):
+    """Observes its space's low (action 0, and at reset) or high (action 1) exactly, as float64 arrays when
+    ``as_float64`` (what an env computing in float64 returns for a float32 box)."""
+
+    def __init__(self, name: str, as_float64: bool) -> None:
+        self.observation_space = EDGE_SPACES[name]
+        self.action_space = gym.spaces.Discrete(2)
+        self.as_float64 = as_float64
+
+    def _edge(self, space, high):
+        value = space.high if high else space.low
+        return value.astype(np.float64) if self.as_float64 and value.dtype.kind == "f" else value.copy()
+
+    def _obs(self, high):
+        if isinstance(self.observation_space, gym.spaces.Dict):
+            return {k: self._edge(s, high) for k, s in self.observation_space.spaces.items()}
+        return self._edge(self.observation_space, high)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(False), {}
+
+    def step(self, action):
+        return self._obs(bool(action)), 0.0, False, False, {}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("as_float64", [False, True])
+@pytest.mark.parametrize("name", list(EDGE_SPACES))
+def test_observations_on_their_space_bounds_come_out_unchanged(name, as_float64):
+    fns = [lambda: EdgeEnv(name, as_float64)] * 2
+    ref = gym.vector.SyncVectorEnv(fns)
+    with fastvec.make(fns, start_method="fork") as env:
+        assert_tree_equal(env.reset()[0], ref.reset()[0])
+        for actions in ([0, 1], [1, 0], [1, 1]):
+            obs = env.step(np.array(actions))[0]
+            assert_tree_equal(obs, ref.step(np.array(actions))[0])  # values and dtypes, bit for bit
+            for row in gym.vector.utils.iterate(env.observation_space, obs):  # (a scalar box's rows: numpy scalars)
+                assert env.single_observation_space.contains(row if isinstance(row, dict) else np.asarray(row)), row

@@ -589,3 +589,35 @@ def test_a_script_without_a_main_guard_is_told_to_add_one(guarded, tmp_path):
         assert 'if __name__ == "__main__":' in last and "start_method='fork'" in last, last
         # and the worker said why it stopped
         assert "fastvec.make() was called while a worker process imports the main module" in run.stderr, run.stderr
+
+
+# -- closing with envs in flight ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_closing_with_envs_in_flight_prints_nothing_from_the_workers():
+    # The workers are in their envs' steps when the pool closes; each then finds the pipes it would answer on
+    # closed (its info would go on the side pipe). Before: BrokenPipeError, then "BufferError: cannot close
+    # exported pointers exist" from the worker's mm.close(), on stderr.
+    run = run_script("""
+        class InfoSleepy(Sleepy):
+            def step(self, action):
+                obs, reward, terminated, truncated, _ = super().step(action)
+                return obs, reward, terminated, truncated, {"t": self.t}
+
+        if __name__ == "__main__":
+            for start_method in ("forkserver", "fork"):
+                venv = fastvec.tianshou_venv([lambda: InfoSleepy(0.05)] * 8, batch_size=2, start_method=start_method)
+                venv.reset()
+                venv.step(np.zeros(8, np.int64), list(range(8)))  # returns the first two; six stay in flight
+                venv.close()
+                env = fastvec.make([lambda: InfoSleepy(0.05)] * 4, batch_size=2, num_workers=2,
+                                   start_method=start_method)
+                env.async_reset()
+                env.recv(), env.recv()
+                env.send(np.zeros(4, np.int64), [0, 1, 2, 3])
+                env.close()
+            print("closed")
+    """)
+    assert run.returncode == 0 and run.stdout == "closed\n", run.stdout + run.stderr
+    assert run.stderr == ""

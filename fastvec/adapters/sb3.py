@@ -83,7 +83,7 @@ class SB3VecEnv(VecEnv):
         if self._actions is None:
             raise RuntimeError("step_wait() without step_async()")
         actions, self._actions = self._actions, None
-        obs, reward, terminated, truncated, info = self.env.step(actions)
+        obs, reward, terminated, truncated, info = self.env.step(self._batched(actions))
         dones = terminated | truncated
         # Each env's info of this step, as SubprocVecEnv returns it: for an env whose episode ended, the
         # info of its last step (info["final_info"]); the new episode's reset info goes to reset_infos.
@@ -153,6 +153,27 @@ class SB3VecEnv(VecEnv):
             )
             return [None for _ in range(self.num_envs)]
         return self.env.env_call("method", "render")
+
+    def _batched(self, actions: Any) -> Any:
+        """For a Dict or Tuple action space, a list of per-env actions (a list of dicts, of tuples), which
+        DummyVecEnv takes (it hands ``actions[i]`` to env ``i``), stacked into the batched dict or tuple of arrays
+        the pool takes; any other actions (the batched form included) as given."""
+        space = self.action_space
+        if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)) or not isinstance(actions, (list, np.ndarray)):
+            return actions
+        if len(actions) != self.num_envs:
+            raise ValueError(
+                f"actions: a list of per-env actions needs one per env ({self.num_envs}), got {len(actions)}"
+            )
+        try:
+            return gym.vector.utils.concatenate(
+                space, list(actions), gym.vector.utils.create_empty_array(space, self.num_envs)
+            )
+        except (AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
+            raise TypeError(
+                f"actions: a list of per-env actions must hold one element of {space} per env: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
 
     def _indices(self, indices: VecEnvIndices) -> list[int]:
         """SB3's indices (None, an int, or a list; negative ones count from the end) as env ids."""

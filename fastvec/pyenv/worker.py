@@ -242,13 +242,20 @@ def run(
         _close_envs(envs)
         return
     buffers = Buffers(layout, mm)
-    send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
+        send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
         _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
+    except (BrokenPipeError, ConnectionResetError):
+        # The parent closed its ends of the pipes: it is closing the pool (close() with envs in flight) or it
+        # died. Nobody is left to tell, and a traceback on the user's terminal would be noise: exit quietly.
+        pass
     finally:
         _close_envs(envs)
-        buffers.release()
-        mm.close()
+        buffers.release()  # (the loop's views went with its frame, unless a traceback still holds them:
+        try:  # then the mapping goes when the process exits, a moment later)
+            mm.close()
+        except BufferError:
+            pass
 
 
 def _refuse_shared_instances(envs: list, lo: int) -> None:
@@ -411,6 +418,7 @@ class _Worker:
         env = self.envs[k]
         b.flags[e] = 0
         b.ended[e] = False
+        where = "reset"  # what the env was asked to do, for an error's note
         try:
             explicit = b.op[e] == OP_RESET
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
@@ -425,6 +433,7 @@ class _Worker:
                 if info:
                     self._send_info(e, info, None)
                 return
+            where = "step"
             obs, reward, terminated, truncated, info = env.step(self._action(e))
             self.elapsed[k] += 1
             self.ret[k] += float(reward)
@@ -440,6 +449,7 @@ class _Worker:
                 if self.mode == "same_step":
                     self._write_obs(b.final_obs, e, obs, "step")
                     final_info = info
+                    where = "reset"
                     obs, info = env.reset()
                     self.elapsed[k] = 0
                     self.ret[k] = 0.0
@@ -458,10 +468,15 @@ class _Worker:
             b.truncated[e] = False
             b.ended[e] = False
             self.needs_reset[k] = False
+            message: tuple
             if isinstance(exc, BadObservation):
                 message = ("bad_obs", str(exc))
-            else:
-                message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            else:  # the exception itself when it pickles, so that the parent raises it with its own type
+                try:
+                    exc_blob: bytes | None = _dumps(exc)
+                except Exception:
+                    exc_blob = None
+                message = ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc), where)
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _action(self, e: int) -> Any:
