@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 from tianshou.algorithm.algorithm_base import Policy  # noqa: E402
 from tianshou.data import AsyncCollector, Batch, Collector, CollectStats, VectorReplayBuffer  # noqa: E402
 from tianshou.env import DummyVectorEnv  # noqa: E402
+from tianshou_envs import DictObsEnv, TupleObsEnv  # noqa: E402
 
 
 def debug(num_envs=4, **kw):
@@ -291,3 +292,174 @@ def test_integral_float_actions_for_discrete_spaces():
     assert envs.step(np.array([1.0, 1.0, 0.0]))[0].shape == (3, 4)  # still usable
     envs.close()
     ref.close()
+
+
+# -- Dict and Tuple observations -------------------------------------------------------------------------------
+
+
+def assert_same_obs(ours, ref):
+    """Equal observations, structure included: an object array of dicts/tuples is compared row by row (a dict's
+    keys come in its space's order, which gymnasium sorts, where an env's own dict has its own order)."""
+    if isinstance(ref, dict):
+        assert isinstance(ours, dict) and sorted(ours) == sorted(ref)
+        for k in ref:
+            assert_same_obs(ours[k], ref[k])
+    elif isinstance(ref, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(ref)
+        for a, b in zip(ours, ref, strict=True):
+            assert_same_obs(a, b)
+    elif isinstance(ref, np.ndarray) and ref.dtype == object:
+        assert isinstance(ours, np.ndarray) and ours.dtype == object and ours.shape == ref.shape
+        for a, b in zip(ours, ref, strict=True):
+            assert_same_obs(a, b)
+    else:
+        assert np.shape(ours) == np.shape(ref)
+        np.testing.assert_allclose(ours, ref, atol=1e-6)
+
+
+class _ByHand:
+    """What DummyVectorEnv does for envs, minus its stacking: each env's own observation in an object array
+    (DummyVectorEnv refuses Tuple observations at reset, so Tuple envs are compared against this)."""
+
+    def __init__(self, env_fns):
+        self.envs = [fn() for fn in env_fns]
+
+    def seed(self, seed):
+        return [[s] for s in (self.envs[i].reset(seed=seed + i) and seed + i for i in range(len(self.envs)))]
+
+    def reset(self, env_id=None):
+        ids = range(len(self.envs)) if env_id is None else np.asarray(env_id).reshape(-1)
+        got = [self.envs[i].reset() for i in ids]
+        return _obj([o for o, _ in got]), _obj([i for _, i in got])
+
+    def step(self, action, id=None):
+        ids = range(len(self.envs)) if id is None else np.asarray(id).reshape(-1)
+        got = [self.envs[i].step(a) for i, a in zip(ids, action, strict=True)]
+        obs, rew, term, trunc, info = zip(*got, strict=True)
+        info = [{**d, "env_id": i} for d, i in zip(info, ids, strict=True)]
+        return _obj(list(obs)), np.array(rew), np.array(term), np.array(trunc), _obj(info)
+
+
+def _obj(items):
+    out = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):
+        out[i] = x
+    return out
+
+
+def structured_pair(kind, n, **kw):
+    env_cls = DictObsEnv if kind == "dict" else TupleObsEnv
+    ours = fastvec.tianshou_venv([lambda: env_cls()] * n, **kw)
+    ref = DummyVectorEnv([env_cls] * n) if kind == "dict" else _ByHand([env_cls] * n)
+    return ours, ref
+
+
+def assert_same_results(ours, ref):
+    assert_same_obs(ours[0], ref[0])
+    for a, b in zip(ours[1:4], ref[1:4], strict=True):
+        np.testing.assert_allclose(a, b)
+    assert ours[4].dtype == object and list(ours[4]) == list(ref[4])
+
+
+def test_dict_observations_come_as_dummy_vector_env_gives_them():
+    """Tianshou's venvs give a Dict space's observations as an object array of each env's dict (the Collector
+    makes a Batch of them): so does fastvec, from the pool's dict of arrays."""
+    ours, ref = structured_pair("dict", 3)
+    ours.seed(1), ref.seed(1)
+    o1, i1 = ours.reset()
+    o2, i2 = ref.reset()
+    assert o2.dtype == object and o2.shape == (3,) and isinstance(o2[0], dict)  # Tianshou's own format
+    assert_same_obs(o1, o2)
+    assert list(i1) == list(i2)
+    assert_same_results(ours.step([1, 0, 1]), ref.step([1, 0, 1]))
+    o1, _ = ours.reset(env_id=[2, 0])  # a reset of chosen envs, not finished: a round trip
+    o2, _ = ref.reset(env_id=[2, 0])
+    assert_same_obs(o1, o2)
+    empty = ours.step(np.zeros(0, dtype=int), [])[0]
+    assert empty.dtype == object and empty.shape == (0,)
+    ours.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["dict", "tuple"])
+def test_structured_observations_match_the_reference_through_episode_ends(kind):
+    """Partial steps in a random order, episodes that end terminated and truncated (the step returns the last
+    observation), and the Collector's resets of the finished envs (answered with no round trip)."""
+    n = 3
+    ours, ref = structured_pair(kind, n)
+    ours.seed(5), ref.seed(5)
+    o1, i1 = ours.reset()
+    o2, i2 = ref.reset()
+    assert_same_obs(o1, o2)
+    assert list(i1) == list(i2)
+    rng = np.random.default_rng(0)
+    ends = {"terminated": 0, "truncated": 0}
+    for _ in range(120):
+        ids = rng.permutation(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
+        actions = rng.integers(0, 2, len(ids))
+        r1, r2 = ours.step(actions, ids), ref.step(actions, ids)
+        assert_same_results(r1, r2)
+        ends["terminated"] += int(r1[2].sum())
+        ends["truncated"] += int((r1[3] & ~r1[2]).sum())
+        done = ids[r1[2] | r1[3]]
+        if len(done):
+            o1, i1 = ours.reset(env_id=done)
+            o2, i2 = ref.reset(env_id=done)
+            assert_same_obs(o1, o2)
+            assert list(i1) == list(i2)
+    assert ends["terminated"] > 5 and ends["truncated"] > 5, ends
+    ours.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["dict", "tuple"])
+def test_structured_observations_in_async_mode(kind):
+    """batch_size=2 of 3 envs: whichever envs come back, each one's result (the last observation of an ended
+    episode included) and its next episode's first observation are the reference's for that env."""
+    n = 3
+    ours, ref = structured_pair(kind, n, batch_size=2)
+    assert ours.is_async
+    ours.seed(7), ref.seed(7)
+    assert_same_obs(ours.reset()[0], ref.reset()[0])
+    rng = np.random.default_rng(1)
+    ready, sent, ends = np.arange(n), {}, 0
+    for _ in range(100):
+        actions = rng.integers(0, 2, len(ready))
+        sent.update(zip(ready.tolist(), actions.tolist(), strict=True))
+        r1 = ours.step(actions, ready)
+        ready = np.array([i["env_id"] for i in r1[4]])
+        assert 1 <= len(ready) <= 2
+        r2 = ref.step([sent.pop(e) for e in ready.tolist()], ready)
+        assert_same_results(r1, r2)
+        done = ready[r1[2] | r1[3]]
+        if len(done):
+            ends += len(done)
+            o1, _ = ours.reset(env_id=done)  # others are in flight: the pool already has these
+            o2, _ = ref.reset(env_id=done)
+            assert_same_obs(o1, o2)
+    assert ends > 10
+    while ours.waiting_id:
+        r1 = ours.step(None)
+        ids = np.array([i["env_id"] for i in r1[4]])
+        assert_same_results(r1, ref.step([sent.pop(e) for e in ids.tolist()], ids))
+    ours.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("collector", ["sync", "async"])
+def test_collectors_take_dict_observations(collector):
+    kw = {"batch_size": 2} if collector == "async" else {}
+    envs = fastvec.tianshou_venv([lambda: DictObsEnv()] * 3, seed=0, **kw)
+    policy = _FirstAction(gym.spaces.Discrete(2))
+    if collector == "async":
+        with pytest.warns(UserWarning, match="async"):
+            c = AsyncCollector(policy, envs, VectorReplayBuffer(600, 3))
+    else:
+        c = Collector[CollectStats](policy, envs, VectorReplayBuffer(600, 3))
+    c.reset()
+    stats = c.collect(n_step=90)
+    assert stats.n_collected_episodes > 10
+    assert np.all((stats.lens >= 2) & (stats.lens <= 4))
+    obs = c.buffer.obs
+    assert isinstance(obs, Batch) and obs.pos.shape[1:] == (2,) and obs.inner.bits.shape[1:] == (2,)
+    envs.close()
