@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from tianshou.algorithm.algorithm_base import Policy  # noqa: E402
 from tianshou.data import AsyncCollector, Batch, Collector, CollectStats, VectorReplayBuffer  # noqa: E402
 from tianshou.env import DummyVectorEnv  # noqa: E402
-from tianshou_envs import DictObsEnv, TupleObsEnv  # noqa: E402
+from tianshou_envs import DictObsEnv, MyTestEnv, TupleObsEnv  # noqa: E402
 
 
 def debug(num_envs=4, **kw):
@@ -442,6 +442,23 @@ def test_structured_observations_in_async_mode(kind):
         r1 = ours.step(None)
         ids = np.array([i["env_id"] for i in r1[4]])
         assert_same_results(r1, ref.step([sent.pop(e) for e in ids.tolist()], ids))
+    ours.close()
+
+
+def test_a_reset_of_every_env_when_all_just_finished_resets_each_once():
+    """All envs end in one step and the Collector resets them all: each env is reset once (the pool's
+    autoreset), as DummyVectorEnv resets it once; a second reset would move the envs' random streams on."""
+    env_fns = [lambda: MyTestEnv(size=3, dict_state=True)] * 2
+    ours, ref = fastvec.tianshou_venv(env_fns), DummyVectorEnv(env_fns)
+    ours.seed(0), ref.seed(0)
+    assert_same_obs(ours.reset()[0], ref.reset()[0])
+    for env_id in ([0, 1], None):
+        for _ in range(3):
+            r1, r2 = ours.step([1, 1]), ref.step([1, 1])
+            assert_same_obs(r1[0], r2[0])
+        assert r1[2].all()
+        assert_same_obs(ours.reset(env_id)[0], ref.reset(env_id)[0])
+    assert_same_obs(ours.step([1, 1])[0], ref.step([1, 1])[0])
     ours.close()
 
 

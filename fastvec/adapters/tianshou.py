@@ -117,7 +117,14 @@ class TianshouVectorEnv:
         if options:
             raise ValueError(f"{self.env.label} takes no reset options, got {options!r}")
         ids = self._ids(env_id)
-        if len(ids) == self.env_num and len(set(ids.tolist())) == self.env_num:
+        unique = len(set(ids.tolist())) == len(ids)
+        # Envs that just finished an episode (never in flight): the pool has begun their next one already, and
+        # hands out its first observation; a reset of them (all envs too) resets each env once, as Tianshou does.
+        if seed is None and unique and all(i in self._reset_obs for i in ids.tolist()):
+            firsts = [self._reset_obs.pop(i) for i in ids.tolist()]
+            obs = _object_array(firsts) if self._structured else np.stack(firsts)
+            return obs, _object_array([self._reset_info.pop(i) for i in ids.tolist()])
+        if len(ids) == self.env_num and unique:
             obs, info = self.env.reset(seed=seed)  # discards the results of steps still in flight
             obs = self._per_env(obs, self.env_num)
             self.waiting_id, self.ready_id = [], list(range(self.env_num))
@@ -125,10 +132,6 @@ class TianshouVectorEnv:
             self._reset_info.clear()
             rows = info_rows(info, self.env_num)
             return obs[ids], _object_array([rows[i] for i in ids.tolist()])
-        if seed is None and all(i in self._reset_obs for i in ids.tolist()):  # finished: never in flight
-            firsts = [self._reset_obs.pop(i) for i in ids.tolist()]
-            obs = _object_array(firsts) if self._structured else np.stack(firsts)
-            return obs, _object_array([self._reset_info.pop(i) for i in ids.tolist()])
         return self._partial_reset(ids, seed)
 
     def step(
@@ -185,6 +188,7 @@ class TianshouVectorEnv:
         self.env.reset(seed=seeds if any(s is not None for s in seeds) else None)
         self.waiting_id, self.ready_id = [], list(range(self.env_num))
         self._reset_obs.clear()
+        self._reset_info.clear()
         return [None if s is None else [s] for s in seeds]
 
     def render(self, **kwargs: Any) -> list[Any]:
