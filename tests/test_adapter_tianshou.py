@@ -19,7 +19,7 @@ from tianshou.algorithm.algorithm_base import Policy  # noqa: E402
 from tianshou.data import AsyncCollector, Batch, Collector, CollectStats, VectorReplayBuffer  # noqa: E402
 from tianshou.env import DummyVectorEnv, VectorEnvNormObs  # noqa: E402
 from tianshou.utils import RunningMeanStd  # noqa: E402
-from tianshou_envs import DictObsEnv, MyTestEnv, NXEnv, TupleObsEnv  # noqa: E402
+from tianshou_envs import DictObsEnv, EchoActionEnv, MyTestEnv, NXEnv, TupleObsEnv, wrapped_echo_env  # noqa: E402
 
 from fastvec.pyenv import EnvError  # noqa: E402
 
@@ -752,3 +752,23 @@ def test_upstream_venv_norm_obs():
     run_align_norm_obs(raw, train_env, test_env, action_list)
     for v in (raw, train_env, test_env):
         v.close()
+
+
+def test_upstream_gym_wrappers_inside_the_pool():
+    """test_gym_wrappers checks Tianshou's action and flag wrappers on one env; here the wrapped envs run in
+    the pool's workers: the last discrete action steps the env with the Box's high end and the first with its
+    low end, as upstream asserts for the wrappers, and a truncated episode comes out terminated too, all as
+    from DummyVectorEnv."""
+    num = 3
+    ours, ref = fastvec.tianshou_venv([wrapped_echo_env] * num), DummyVectorEnv([wrapped_echo_env] * num)
+    # The wrapper's space (as SubprocVectorEnv gives it; DummyVectorEnv reads env.unwrapped's).
+    assert ours.action_space == [gym.spaces.Discrete(4 * 6 * 10 * 7)] * num
+    ours.reset(), ref.reset()
+    n = ours.action_space[0].n
+    actions = np.array([n - 1, 0, n // 2])
+    r1, r2 = ours.step(actions), ref.step(actions)
+    assert_same_step(r1, r2)
+    np.testing.assert_allclose(r1[0][0], EchoActionEnv.action_space.high)
+    np.testing.assert_allclose(r1[0][1], EchoActionEnv.action_space.low)
+    assert r1[2].all() and r1[3].all()
+    ours.close()

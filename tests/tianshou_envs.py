@@ -162,3 +162,32 @@ class NXEnv(gym.Env):
         if self.obs_type == "array":
             return np.stack([v["data"] for v in self.graph.nodes.values()])
         return copy.deepcopy(self.graph)
+
+
+class EchoActionEnv(gym.Env):
+    """Tianshou's test_gym_wrappers env with a reset: Box(-1, 2, (4,)) actions, each observed as it came (so a
+    wrapper's conversion shows), reward -1, every episode truncated after ``length`` steps."""
+
+    action_space = gym.spaces.Box(-1.0, 2.0, (4,), np.float32)
+    observation_space = gym.spaces.Box(-1.0, 2.0, (4,), np.float32)
+
+    def __init__(self, length=1):
+        self.length = length
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.asarray(action, np.float32), -1.0, False, self.t >= self.length, {}
+
+
+def wrapped_echo_env():
+    """EchoActionEnv in Tianshou's wrappers: TruncatedAsTerminated(MultiDiscreteToDiscrete(ContinuousToDiscrete(
+    env, [4, 6, 10, 7]))). (One env with all three: a worker that makes it imports Tianshou, and torch, once.)"""
+    from tianshou.env import ContinuousToDiscrete, MultiDiscreteToDiscrete
+    from tianshou.env.gym_wrappers import TruncatedAsTerminated
+
+    return TruncatedAsTerminated(MultiDiscreteToDiscrete(ContinuousToDiscrete(EchoActionEnv(), [4, 6, 10, 7])))
