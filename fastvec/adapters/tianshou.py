@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._args import autoreset_mode_name
-from fastvec.vector import VectorEnv, info_rows, make
+from fastvec.vector import VectorEnv, _row, info_rows, make
 
 
 class TianshouVectorEnv:
@@ -36,7 +36,8 @@ class TianshouVectorEnv:
 
     ``step`` returns ``(obs, rew, terminated, truncated, info)`` with ``info`` a
     numpy object array of dicts, each with ``env_id``; ``reset`` returns
-    ``(obs, info)``. ``wait_num < env_num`` makes it asynchronous, for
+    ``(obs, info)``. ``obs`` is an array, or for a Dict or Tuple space an object array of each env's dict or
+    tuple (as Tianshou's venvs return a Dict's). ``wait_num < env_num`` makes it asynchronous, for
     Tianshou's ``AsyncCollector``. ``get_env_attr``/``set_env_attr`` reach the envs
     (through :meth:`fastvec.VectorEnv.env_call`), and so do ``spec`` and ``metadata``.
     """
@@ -51,8 +52,10 @@ class TianshouVectorEnv:
         self.ready_id: list[int] = list(range(self.env_num))
         self.is_closed = False
         self._action_spaces = [copy.deepcopy(env.single_action_space) for _ in range(self.env_num)]
+        # Dict/Tuple observations go out as Tianshou's venvs give a Dict's: an object array, each env's own.
+        self._structured = isinstance(env.single_observation_space, (gym.spaces.Dict, gym.spaces.Tuple))
         # The first observation and reset info of episodes the pool began at the step that ended the last.
-        self._reset_obs: dict[int, np.ndarray] = {}
+        self._reset_obs: dict[int, Any] = {}
         self._reset_info: dict[int, dict[str, Any]] = {}
 
     # -- Tianshou's attributes -----------------------------------------------
@@ -114,16 +117,21 @@ class TianshouVectorEnv:
         if options:
             raise ValueError(f"{self.env.label} takes no reset options, got {options!r}")
         ids = self._ids(env_id)
-        if len(ids) == self.env_num and len(set(ids.tolist())) == self.env_num:
+        unique = len(set(ids.tolist())) == len(ids)
+        # Envs that just finished an episode (never in flight): the pool has begun their next one already, and
+        # hands out its first observation; a reset of them (all envs too) resets each env once, as Tianshou does.
+        if seed is None and unique and all(i in self._reset_obs for i in ids.tolist()):
+            firsts = [self._reset_obs.pop(i) for i in ids.tolist()]
+            obs = _object_array(firsts) if self._structured else np.stack(firsts)
+            return obs, _object_array([self._reset_info.pop(i) for i in ids.tolist()])
+        if len(ids) == self.env_num and unique:
             obs, info = self.env.reset(seed=seed)  # discards the results of steps still in flight
+            obs = self._per_env(obs, self.env_num)
             self.waiting_id, self.ready_id = [], list(range(self.env_num))
             self._reset_obs.clear()
             self._reset_info.clear()
             rows = info_rows(info, self.env_num)
             return obs[ids], _object_array([rows[i] for i in ids.tolist()])
-        if seed is None and all(i in self._reset_obs for i in ids.tolist()):  # finished: never in flight
-            obs = np.stack([self._reset_obs.pop(i) for i in ids.tolist()])
-            return obs, _object_array([self._reset_info.pop(i) for i in ids.tolist()])
         return self._partial_reset(ids, seed)
 
     def step(
@@ -180,6 +188,7 @@ class TianshouVectorEnv:
         self.env.reset(seed=seeds if any(s is not None for s in seeds) else None)
         self.waiting_id, self.ready_id = [], list(range(self.env_num))
         self._reset_obs.clear()
+        self._reset_info.clear()
         return [None if s is None else [s] for s in seeds]
 
     def render(self, **kwargs: Any) -> list[Any]:
@@ -251,9 +260,9 @@ class TianshouVectorEnv:
             reset_infos += resets
         if len(parts) == 1:
             p = parts[0]
-            return p[0], p[1], p[2], p[3], self._env_ids(p), finals[0], infos, reset_infos
+            return self._per_env(p[0], len(p[1])), p[1], p[2], p[3], self._env_ids(p), finals[0], infos, reset_infos
         return (
-            np.concatenate([p[0] for p in parts]),
+            np.concatenate([self._per_env(p[0], len(p[1])) for p in parts]),
             np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] for p in parts]),
             np.concatenate([p[3] for p in parts]),
@@ -278,7 +287,7 @@ class TianshouVectorEnv:
             infos, reset_infos = [infos[r] for r in pick], [reset_infos[r] for r in pick]
         for r in np.flatnonzero(term | trunc).tolist():
             e = int(env_id[r])
-            self._reset_obs[e] = obs[r].copy()
+            self._reset_obs[e] = obs[r] if self._structured else obs[r].copy()
             self._reset_info[e] = reset_infos[r] or {}
             obs[r] = final_obs[r]
         info = _object_array([{**d, "env_id": int(e)} for d, e in zip(infos, env_id.tolist(), strict=True)])
@@ -303,10 +312,17 @@ class TianshouVectorEnv:
         pick = row[ids]
         return obs[pick], _object_array([infos[r] for r in pick.tolist()])
 
+    def _per_env(self, obs: Any, n: int) -> Any:
+        """The pool's batch of ``n`` observations as Tianshou's venvs return them: the array itself, or for a
+        Dict/Tuple space (a dict/tuple of arrays) an object array of each env's dict/tuple."""
+        if not self._structured:
+            return obs
+        return _object_array([_row(self.env.single_observation_space, obs, i) for i in range(n)])
+
     def _empty(self) -> tuple[np.ndarray, ...]:
-        shape = self.env.single_observation_space.shape
+        space = self.env.single_observation_space
         return (
-            np.empty((0, *shape), dtype=self.env.single_observation_space.dtype),
+            _object_array([]) if self._structured else np.empty((0, *space.shape), dtype=space.dtype),
             np.empty(0, dtype=np.float32),
             np.empty(0, dtype=np.bool_),
             np.empty(0, dtype=np.bool_),
@@ -316,7 +332,8 @@ class TianshouVectorEnv:
 
 def _object_array(items: list[Any]) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
-    out[:] = items
+    for i, item in enumerate(items):  # one by one: numpy would take a list of tuples for a 2-d array
+        out[i] = item
     return out
 
 
