@@ -91,8 +91,8 @@ class Backend(Protocol):
         :meth:`recv`'s."""
 
     def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
-        """Waits for ``rows`` results (at most ``batch_size`` and the envs in flight) for up to ``timeout``
-        seconds, then returns those that have come, at least one."""
+        """Waits for ``rows`` results (at most the envs in flight) for up to ``timeout`` seconds, then returns
+        those that have come, at least one."""
 
     def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
         """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
@@ -309,10 +309,11 @@ class NativePool(_core.Pool):
             ) from exc
 
     def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
-        """``rows`` results: a native env never waits on anything (its step is C++ code that returns), so the
-        pool hands out its batches whole; ``timeout`` is checked and has nothing to cut short."""
+        """A batch (the envs in flight, when fewer than ``rows`` and ``batch_size``): a native env never waits on
+        anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
+        checked and has nothing to cut short."""
         check_timeout(timeout)
-        return self.recv() if rows == self.batch_size else self.recv_rest()
+        return self.recv() if rows >= self.batch_size else self.recv_rest()
 
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
@@ -695,10 +696,10 @@ class VectorEnv(gym.vector.VectorEnv):
     def recv_ready(
         self, rows: int, timeout: float | None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Waits for ``rows`` envs (at most ``batch_size`` and the envs in flight) to finish, for up to
-        ``timeout`` seconds, then returns those that have finished, at least one: Tianshou's ``timeout``, as its
-        ``SubprocVectorEnv`` returns the envs ready by then. (The native pool's envs never block: it returns
-        ``rows`` envs.)"""
+        """Waits for ``rows`` envs (at most the envs in flight) to finish, for up to ``timeout`` seconds, then
+        returns those that have finished, at least one: Tianshou's ``timeout``, as its ``SubprocVectorEnv``
+        returns the envs ready by then. (The native pool's envs never block: it returns a whole batch, or the
+        envs in flight when they are fewer than ``rows`` and ``batch_size``.)"""
         if self._waiting is not AsyncState.DEFAULT:
             self._refuse_pending("recv_ready")
         try:

@@ -555,7 +555,7 @@ def test_upstream_async_env_one_size_no_timeout(size=10000, num=8, sleep=0.1):
     run_async_env(env_fns, num, sleep)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=NO_TIMEOUT)
+@pytest.mark.timeout(60)
 def test_upstream_async_check_id(size=100, num=4, sleep=0.1, timeout=0.35):
     """Upstream's sleep 0.2 and timeout 0.7, halved. Envs sleep 2, 3, 5 and 7 sleeps a step; wait_num = 3 and
     the timeout decide which come back."""
@@ -772,3 +772,26 @@ def test_upstream_gym_wrappers_inside_the_pool():
     np.testing.assert_allclose(r1[0][1], EchoActionEnv.action_space.low)
     assert r1[2].all() and r1[3].all()
     ours.close()
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1"])
+def test_a_bad_timeout_is_refused_naming_it(timeout):
+    with pytest.raises((ValueError, TypeError), match="timeout"):
+        fastvec.tianshou_venv("CartPole-v1", 4, batch_size=2, timeout=timeout)
+
+
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_a_timeout_on_native_envs_returns_whole_batches(batch_size):
+    """Native envs never block: with a timeout a step still returns wait_num envs (or all in flight if fewer)."""
+    v = fastvec.tianshou_venv("CartPole-v1", 4, batch_size=batch_size, timeout=1e-3, seed=0)
+    assert v.is_async and v.timeout == 1e-3
+    v.reset()
+    ids = np.arange(4)
+    seen = []
+    for _ in range(20):
+        _, rew, _, _, info = v.step(np.zeros(len(ids), dtype=np.int64), ids)
+        ids = np.array([d["env_id"] for d in info])
+        seen.append(len(ids))
+        assert len(rew) == len(ids) >= 1
+    assert max(seen) == v.env.batch_size
+    v.close()

@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec._args import autoreset_mode_name
+from fastvec._args import autoreset_mode_name, check_timeout
 from fastvec.vector import VectorEnv, _row, info_rows, make
 
 
@@ -42,12 +42,17 @@ class TianshouVectorEnv:
     (through :meth:`fastvec.VectorEnv.env_call`), and so do ``spec`` and ``metadata``.
     """
 
-    def __init__(self, env: VectorEnv, wait_num: int | None = None) -> None:
+    def __init__(self, env: VectorEnv, wait_num: int | None = None, timeout: float | None = None) -> None:
         self.env = env
         self.env_num = env.num_envs
         self.wait_num = wait_num or env.num_envs
-        self.is_async = self.wait_num != env.num_envs
-        self.timeout = None
+        timeout = check_timeout(timeout)
+        if timeout == 0:
+            raise ValueError("timeout must be None or positive (Tianshou's venvs require it), got 0")
+        # As Tianshou's: a step returns the first wait_num envs to finish or, after timeout seconds, those that
+        # have (at least one); either makes the venv asynchronous.
+        self.timeout = timeout
+        self.is_async = self.wait_num != env.num_envs or timeout is not None
         self.waiting_id: list[int] = []
         self.ready_id: list[int] = list(range(self.env_num))
         self.is_closed = False
@@ -166,7 +171,10 @@ class TianshouVectorEnv:
             self.ready_id = [i for i in self.ready_id if i not in stepped]
         if not self.waiting_id:
             raise RuntimeError("step(None) with no env stepping: nothing to receive")
-        result = self._gather(min(len(self.waiting_id), self.env.batch_size))
+        if self.timeout is None:
+            result = self._gather(min(len(self.waiting_id), self.env.batch_size))
+        else:
+            result = self._gather(min(len(self.waiting_id), self.wait_num), self.timeout)
         done_ids = set(result[4].tolist())
         self.waiting_id = [i for i in self.waiting_id if i not in done_ids]
         self.ready_id.extend(result[4].tolist())
@@ -233,12 +241,16 @@ class TianshouVectorEnv:
             raise ValueError(f"actions for {self.env.single_action_space} must be integral, got {bad!r}")
         return action.astype(np.int64)
 
-    def _gather(self, k: int) -> tuple[Any, ...]:
-        """Receives ``k`` results: whole batches, then the rest. Returns obs, rew, terminated, truncated,
-        env_id, final_obs (an object array), and per row the env's info of the step (of its last step, for an
-        env whose episode ended) and, for those, the new episode's reset info (None for the others)."""
+    def _gather(self, k: int, timeout: float | None = None) -> tuple[Any, ...]:
+        """Receives ``k`` results: whole batches, then the rest (with a ``timeout``: those of the ``k`` that come
+        within it, at least one). Returns obs, rew, terminated, truncated, env_id, final_obs (an object array),
+        and per row the env's info of the step (of its last step, for an env whose episode ended) and, for
+        those, the new episode's reset info (None for the others)."""
         parts = []
         batch = self.env.batch_size
+        if timeout is not None:
+            parts.append(self.env.recv_ready(k, timeout))
+            k = 0
         while k >= batch:
             parts.append(self.env.recv())
             k -= batch
@@ -338,10 +350,17 @@ def _object_array(items: list[Any]) -> np.ndarray:
 
 
 def tianshou_venv(
-    env_id: Any, num_envs: int | None = None, *, batch_size: int | None = None, **kwargs: Any
+    env_id: Any,
+    num_envs: int | None = None,
+    *,
+    batch_size: int | None = None,
+    timeout: float | None = None,
+    **kwargs: Any,
 ) -> TianshouVectorEnv:
     """A Tianshou vector env of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s
-    arguments, ``batch_size=k`` standing for Tianshou's ``wait_num=k``.
+    arguments, ``batch_size=k`` standing for Tianshou's ``wait_num=k``, and Tianshou's ``timeout`` (a step
+    returns the envs that finish within it, at least one; the native pool's envs never block, so there it
+    returns whole batches).
 
     >>> envs = fastvec.tianshou_venv("CartPole-v1", 4, seed=0)
     >>> obs, info = envs.reset()
@@ -366,6 +385,14 @@ def tianshou_venv(
         # Tianshou sync: the pool is async one short of all envs, so any subset can be stepped.
         pool_batch = None if probe_n is None or probe_n == 1 else probe_n - 1
         env = make(*args, batch_size=pool_batch, autoreset_mode="same_step", **kwargs)
-        return TianshouVectorEnv(env)
+        return _adapter(env, None, timeout)
     env = make(*args, batch_size=batch_size, autoreset_mode="same_step", **kwargs)
-    return TianshouVectorEnv(env, wait_num=batch_size)
+    return _adapter(env, batch_size, timeout)
+
+
+def _adapter(env: VectorEnv, wait_num: int | None, timeout: float | None) -> TianshouVectorEnv:
+    try:
+        return TianshouVectorEnv(env, wait_num=wait_num, timeout=timeout)
+    except BaseException:
+        env.close()
+        raise

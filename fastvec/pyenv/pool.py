@@ -540,14 +540,14 @@ class PyEnvPool:
             self._leave()
 
     def recv_ready(self, rows: int, timeout: float | None) -> Result:
-        """Waits for ``rows`` results (at most ``batch_size``, at most the envs in flight) for up to ``timeout``
-        seconds, then takes those that have come, at least one (Tianshou's ``timeout``); rows in the order taken."""
+        """Waits for ``rows`` results (at most the envs in flight) for up to ``timeout`` seconds, then takes those
+        that have come, at least one (Tianshou's ``timeout``); rows in the order taken."""
         self._enter("recv")
         try:
             timeout = check_timeout(timeout)
-            rows = check_int("rows", rows, 1, min(self.batch_size, self._in_flight) or 1)
             if not self._in_flight:
                 raise RuntimeError("recv_ready() would wait forever: no env is in flight")
+            rows = check_int("rows", rows, 1, self._in_flight)
             ids, messages = self._collect(rows, timeout, settle=True)
             return self._result(ids, messages, sort=False)
         finally:
