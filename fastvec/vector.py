@@ -104,6 +104,10 @@ class Backend(Protocol):
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
 
+    def refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """Given the RuntimeError with which :meth:`step` (``env_id`` None) or :meth:`send` refused a step, raises
+        a more precise exception if there is one (else returns, and the façade re-raises ``exc``)."""
+
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """Runs ``kind`` (one of ``fastvec._args.ENV_CALL_KINDS``) of attribute ``name`` on each env of ``env_id``
         (checked int32 ids, which may repeat); the results in that order. The set kinds take one value per env
@@ -266,25 +270,7 @@ class NativePool(_core.Pool):
             "observation_space": self.single_observation_space,
             "action_space": self.single_action_space,
         }
-        self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see _refused)
-
-    # A step of an env that was never reset is refused by the C++ pool with a RuntimeError; gymnasium's and SB3's
-    # vector envs pass it to the env, whose OrderEnforcing raises gymnasium's ResetNeeded. Knowing which envs were
-    # reset, the refusal is raised as fastvec's ResetNeeded (both), without reading the C++ message.
-
-    def step(self, actions: Any) -> _core.Result:
-        try:
-            return super().step(actions)
-        except RuntimeError as exc:
-            self._refused(exc, None)
-            raise
-
-    def send(self, actions: Any, env_id: Any) -> None:
-        try:
-            super().send(actions, env_id)
-        except RuntimeError as exc:
-            self._refused(exc, env_id)
-            raise
+        self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
 
     def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
         super().send_reset(env_id, seeds)
@@ -295,9 +281,14 @@ class NativePool(_core.Pool):
         self._ever_reset[env_id] = True
         return result
 
-    def _refused(self, exc: RuntimeError, env_id: Any) -> None:
+    def refused(self, exc: RuntimeError, env_id: Any) -> None:
         """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
-        named an env that was never reset."""
+        named an env that was never reset.
+
+        A step of an env that was never reset is refused by the C++ pool with a RuntimeError; gymnasium's and
+        SB3's vector envs pass it to the env, whose OrderEnforcing raises gymnasium's ResetNeeded. Knowing which
+        envs were reset, the refusal is raised as fastvec's ResetNeeded (both), without reading the C++ message,
+        and at no cost to the steps that go through (the façade calls this only for a refusal)."""
         if self.closed:
             return
         ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id).reshape(-1)
@@ -554,8 +545,8 @@ class VectorEnv(gym.vector.VectorEnv):
                 )
             try:
                 r = self._pool.step(actions)
-            except RuntimeError:
-                self._check_open()  # closed: gymnasium's ClosedEnvironmentError
+            except RuntimeError as exc:
+                self._refusal(exc, None)
                 raise
             return self._result(r)
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
@@ -564,7 +555,11 @@ class VectorEnv(gym.vector.VectorEnv):
                 f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
                 "env ids; make the pool with batch_size < num_envs to step some envs at a time"
             )
-        self._pool.send(actions, env_id)
+        try:
+            self._pool.send(actions, env_id)
+        except RuntimeError as exc:
+            self._refusal(exc, env_id)
+            raise
         return self._result(self._pool.recv())
 
     # -- gymnasium's async API ----------------------------------------------
@@ -617,7 +612,11 @@ class VectorEnv(gym.vector.VectorEnv):
                 "step_async(actions) steps every env and needs batch_size == num_envs; "
                 "in async mode use send(actions, env_id) and recv()"
             )
-        self._pool.send(actions, None)
+        try:
+            self._pool.send(actions, None)
+        except RuntimeError as exc:
+            self._refusal(exc, None)
+            raise
         self._waiting = AsyncState.WAITING_STEP
 
     def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -635,6 +634,12 @@ class VectorEnv(gym.vector.VectorEnv):
             raise WaitTimeout(str(e)) from None
         self._waiting, self._timed_out = AsyncState.DEFAULT, False
         return self._result(r)
+
+    def _refusal(self, exc: RuntimeError, env_id: Any) -> None:
+        """A step the pool refused with ``exc``: ClosedError if the pool is closed, else the backend's more precise
+        exception if it has one (the caller re-raises ``exc`` otherwise)."""
+        self._check_open()
+        self._pool.refused(exc, env_id)
 
     def _abandon_pending(self) -> None:
         """Forgets the pending call whose wait timed out (what it left in flight is drained by the caller)."""
@@ -674,8 +679,8 @@ class VectorEnv(gym.vector.VectorEnv):
             self._refuse_pending("send")
         try:
             self._pool.send(actions, env_id)
-        except RuntimeError:
-            self._check_open()
+        except RuntimeError as exc:
+            self._refusal(exc, env_id)
             raise
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

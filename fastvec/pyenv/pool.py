@@ -617,6 +617,9 @@ class PyEnvPool:
         finally:
             self._leave()
 
+    def refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """Nothing more precise to say about a refused step: the pool's own RuntimeError names the env and why."""
+
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """Runs ``kind`` (one of fastvec._args.ENV_CALL_KINDS) of attribute ``name`` on each env of ``env_id``
         (checked by the façade; may repeat) in its worker, and returns the results in that order; for the set
