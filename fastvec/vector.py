@@ -451,9 +451,10 @@ class VectorEnv(gym.vector.VectorEnv):
         if seed is not None:
             self._pending_seeds = self._int_seeds(seed, range(self.num_envs))
         self._all_env_ids = np.arange(self.num_envs, dtype=np.int32)
-        # gymnasium's async API: the call started by reset_async/step_async and not waited for yet, the batches
+        # gymnasium's async API: the call started by reset_async/step_async and not waited for yet (None: none;
+        # checked on every step, so not AsyncState.DEFAULT, an enum lookup), the batches
         # of a reset_wait that timed out part-way, and a partial reset done in reset_async.
-        self._waiting = AsyncState.DEFAULT
+        self._waiting: AsyncState | None = None
         self._timed_out = False  # the pending call's wait timed out (reset() may then start over)
         self._reset_batches: list[_core.Result] = []
         self._reset_done: tuple[Any, dict[str, Any]] | None = None
@@ -493,7 +494,7 @@ class VectorEnv(gym.vector.VectorEnv):
         with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env.
         """
         self._check_open()
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             if not self._timed_out:
                 self._refuse_pending("reset")
             self._abandon_pending()  # after a time-out, a reset starts over
@@ -534,7 +535,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
         In async mode, ``step(actions, env_id)`` is ``send`` followed by ``recv``.
         """
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("step")
         if env_id is None:
             if self.batch_size != self.num_envs:
@@ -569,7 +570,7 @@ class VectorEnv(gym.vector.VectorEnv):
         result, as gymnasium's ``AsyncVectorEnv`` has them. A partial reset (``reset_mask``/``env_id`` in
         ``options``) is done here, and :meth:`reset_wait` returns it."""
         self._check_open()
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("reset_async")
         if options:
             self._reset_done = self.reset(seed=seed, options=options)
@@ -591,21 +592,21 @@ class VectorEnv(gym.vector.VectorEnv):
             raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
         if self._reset_done is not None:
             done, self._reset_done = self._reset_done, None
-            self._waiting = AsyncState.DEFAULT
+            self._waiting = None
             return done
         try:
             rows = self._reset_rows(timeout)
         except WaitTimeout:
             self._timed_out = True
             raise
-        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        self._waiting, self._timed_out = None, False
         return rows
 
     def step_async(self, actions: Any) -> None:
         """Starts a step of every env with ``actions`` and returns at once; :meth:`step_wait` returns its result,
         as gymnasium's ``AsyncVectorEnv`` has them (in async mode, ``send``/``recv`` step some envs instead)."""
         self._check_open()
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("step_async")
         if self.batch_size != self.num_envs:
             raise ValueError(
@@ -632,7 +633,7 @@ class VectorEnv(gym.vector.VectorEnv):
         except TimeoutError as e:
             self._timed_out = True
             raise WaitTimeout(str(e)) from None
-        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        self._waiting, self._timed_out = None, False
         return self._result(r)
 
     def _refusal(self, exc: RuntimeError, env_id: Any) -> None:
@@ -643,15 +644,16 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def _abandon_pending(self) -> None:
         """Forgets the pending call whose wait timed out (what it left in flight is drained by the caller)."""
-        self._waiting, self._timed_out = AsyncState.DEFAULT, False
+        self._waiting, self._timed_out = None, False
         self._reset_batches = []
 
     def _refuse_pending(self, call: str) -> None:
         self._check_open()
+        pending = self._waiting.value if self._waiting is not None else ""
         raise AlreadyPendingCallError(
-            f"Calling `{call}` while waiting for a pending call to `{self._waiting.value}` to complete: "
-            f"call `{self._waiting.value}_wait` first",
-            str(self._waiting.value),
+            f"Calling `{call}` while waiting for a pending call to `{pending}` to complete: "
+            f"call `{pending}_wait` first",
+            pending,
         )
 
     # -- async API --------------------------------------------------------
@@ -660,7 +662,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
         self._check_open()
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("async_reset")
         if env_id is not None:
             ids = check_env_ids(env_id, self.num_envs)
@@ -675,7 +677,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("send")
         try:
             self._pool.send(actions, env_id)
@@ -687,7 +689,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which. Past ``timeout``
         seconds (None: no limit) a :class:`WaitTimeout` naming the envs that have not answered (in the Python-env
         pool); they stay in flight, and a later ``recv`` takes them."""
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("recv")
         try:
             r = self._pool.recv(timeout)
@@ -705,7 +707,7 @@ class VectorEnv(gym.vector.VectorEnv):
         returns those that have finished, at least one: Tianshou's ``timeout``, as its ``SubprocVectorEnv``
         returns the envs ready by then. (The native pool's envs never block: it returns a whole batch, or the
         envs in flight when they are fewer than ``rows`` and ``batch_size``.)"""
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("recv_ready")
         try:
             r = self._pool.recv_ready(rows, timeout)
@@ -717,7 +719,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def recv_rest(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
         (after sending only some) and returns their rows; ``timeout`` as :meth:`recv`'s."""
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending("recv_rest")
         try:
             r = self._pool.recv_rest(timeout)
@@ -795,7 +797,7 @@ class VectorEnv(gym.vector.VectorEnv):
         AttributeError naming the env for the others, and refuses every set.
         """
         self._check_open()
-        if self._waiting is not AsyncState.DEFAULT:
+        if self._waiting is not None:
             self._refuse_pending(kind)
         if kind not in ENV_CALL_KINDS:
             raise ValueError(f"kind must be one of {ENV_CALL_KINDS}, got {kind!r}")
