@@ -36,6 +36,7 @@ from fastvec._args import (
     check_seed,
     is_int_seed,
     partial_reset_ids,
+    refuse_reset_options,
     reset_options,
 )
 from fastvec.registry import EnvEntry, lookup
@@ -72,12 +73,15 @@ class Backend(Protocol):
     def recv_rest(self) -> _core.Result:
         """The envs still in flight in an async pool, when they are fewer than ``batch_size``."""
 
-    def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
-        """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
+    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
+        """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none;
+        ``options``: what each env's ``reset(options=...)`` gets (a backend whose envs take none refuses any)."""
 
-    def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
+    def reset_envs(
+        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> _core.Result:
         """Resets the envs in ``env_id`` of a sync pool and waits; rows of at least those envs, or every env's
-        in env order (``all_rows``; the others report their observation only)."""
+        in env order (``all_rows``; the others report their observation only); ``options`` as for send_reset."""
 
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
@@ -262,6 +266,18 @@ class NativePool(_core.Pool):
             raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
         return [copy.deepcopy(value) for _ in range(len(env_id))]
 
+    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
+        """``_core.Pool.send_reset``; a native env has no ``reset(options=...)``: options are refused."""
+        refuse_reset_options(self.label, options)
+        super().send_reset(env_id, seeds)
+
+    def reset_envs(
+        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> _core.Result:
+        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
+        refuse_reset_options(self.label, options)
+        return super().reset_envs(env_id, seeds, all_rows)
+
 
 @dataclass(frozen=True)
 class _MakeNative:
@@ -412,14 +428,16 @@ class VectorEnv(gym.vector.VectorEnv):
         ``options={"env_id": ids}``, only some) and returns their observations.
 
         ``seed`` as an int seeds env ``i`` with ``seed + i``, as gymnasium's vector envs do; as a list, env ``i``
-        with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env.
+        with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env. The other
+        keys of ``options`` go to each reset env's ``reset(options=...)``, as gymnasium's vector envs pass them
+        (Python envs; native envs take none and refuse them).
         """
-        reset_mask, ids = reset_options(options)
+        reset_mask, ids, env_options = reset_options(options)
         if reset_mask is not None or ids is not None:
-            return self._partial_reset(seed, reset_mask, ids)
+            return self._partial_reset(seed, reset_mask, ids, env_options)
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
-        self._pool.send_reset(None, seeds)
+        self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids)
         batches = [self._pool.recv() for _ in range(self.num_envs // self.batch_size)]
         if self.num_envs % self.batch_size:
@@ -458,18 +476,22 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- async API --------------------------------------------------------
 
-    def async_reset(self, seed: Seed = None, env_id: Any = None) -> None:
+    def async_reset(self, seed: Seed = None, env_id: Any = None, options: dict[str, Any] | None = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
-        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
+        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`). ``options`` go to each
+        reset env's ``reset(options=...)``, as in :meth:`reset` (the envs to reset are ``env_id``'s)."""
         self._check_open()
+        reset_mask, option_ids, env_options = reset_options(options)
+        if reset_mask is not None or option_ids is not None:
+            raise ValueError("async_reset takes the envs to reset as env_id=..., not as options['reset_mask'/'env_id']")
         if env_id is not None:
             ids = check_env_ids(env_id, self.num_envs)
-            self._pool.send_reset(ids, self._seeds(seed, ids.tolist(), listed=True))
+            self._pool.send_reset(ids, self._seeds(seed, ids.tolist(), listed=True), env_options)
             self._reset_sent(ids.tolist())
             return
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
-        self._pool.send_reset(None, seeds)
+        self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
@@ -630,11 +652,13 @@ class VectorEnv(gym.vector.VectorEnv):
         _check_seed_range(seed, self.num_envs)
         return [seed + i for i in ids]
 
-    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
+    def _partial_reset(
+        self, seed: Any, reset_mask: Any, ids: Any, env_options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size)
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, ids.tolist(), listed=mask_ids is None)
-        r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
+        r = self._pool.reset_envs(ids, seeds, reset_mask is not None, env_options)
         self._reset_sent(ids.tolist())
         info = self._info(r)
         if reset_mask is not None:

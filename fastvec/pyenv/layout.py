@@ -29,7 +29,13 @@ SHUTDOWN = 2  #: set by the parent: the worker exits at the next env boundary
 
 # Per-env operation codes (Buffers.op), written by the parent before a request.
 OP_STEP = 1
-OP_RESET = 2
+OP_RESET = 2  #: env.reset(seed=...), no options
+OP_RESET_EMPTY = 3  #: env.reset(seed=..., options={}): the user's options held only the pool's own keys
+OP_RESET_OPTIONS = 4  #: env.reset(seed=..., options=...), the options from a RESET_OPTIONS message on the call pipe
+
+# The kind of a call-pipe request that carries reset options (per target env: its id and its pickled options)
+# rather than an env call; the parent writes it whole before it sends the resets, and no reply comes back.
+RESET_OPTIONS = "reset_options"
 
 # Per-env result flags (Buffers.flags), written by the worker.
 HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel

@@ -41,8 +41,11 @@ from fastvec.pyenv.layout import (
     COMP_HEAD,
     MESSAGE_HEADER,
     OP_RESET,
+    OP_RESET_EMPTY,
+    OP_RESET_OPTIONS,
     OP_STEP,
     REQ_HEAD,
+    RESET_OPTIONS,
     SHUTDOWN,
     Buffers,
     Layout,
@@ -494,26 +497,30 @@ class PyEnvPool:
         finally:
             self._leave()
 
-    def send_reset(self, env_id: Any, seeds: Sequence[int | None]) -> None:
+    def send_reset(self, env_id: Any, seeds: Sequence[int | None], options: dict[str, Any] | None = None) -> None:
         """Queues a reset of every env (``env_id`` None) or of the idle envs in ``env_id``; ``seeds``, when not
-        empty, has one seed (or None) per env reset."""
+        empty, has one seed (or None) per env reset; ``options``: each env's ``reset(options=...)``, a copy each."""
+        blob = self._options_blob(options)
         self._enter("async_reset")
         try:
             if env_id is None:
-                self._send_reset(self._all_ids, list(seeds) or None)
+                self._send_reset(self._all_ids, list(seeds) or None, options, blob)
                 return
             ids = self._check_ids(env_id)
             busy = ids[self._state[ids] == _IN_FLIGHT]
             if len(busy):
                 raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
-            self._send_reset(ids, list(seeds) or None)
+            self._send_reset(ids, list(seeds) or None, options, blob)
         finally:
             self._leave()
 
-    def reset_envs(self, env_id: Any, seeds: Sequence[int | None], all_rows: bool) -> Result:
+    def reset_envs(
+        self, env_id: Any, seeds: Sequence[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> Result:
         """Resets the envs in ``env_id`` (nothing may be in flight) and waits: their rows, in ``env_id``'s
         order, or (``all_rows``) every env's in env order, the others reporting their observation with no
-        reward and no flags (then every other env must have been reset once)."""
+        reward and no flags (then every other env must have been reset once); ``options`` as for send_reset."""
+        blob = self._options_blob(options)
         self._enter("reset")
         try:
             ids = self._check_ids(env_id)
@@ -527,7 +534,7 @@ class PyEnvPool:
                     raise RuntimeError(
                         f"env {e} has never been reset; a partial reset needs every other env reset once"
                     )
-            self._send_reset(ids, list(seeds) or None)
+            self._send_reset(ids, list(seeds) or None, options, blob)
             _, messages = self._collect(len(ids))
             if all_rows:
                 return self._result(ids, messages, sort=True, reset=ids)
@@ -783,15 +790,43 @@ class PyEnvPool:
                 self._check_workers(wait=0.5)
                 raise
 
-    def _send_reset(self, ids: np.ndarray, seeds: list[int | None] | None) -> None:
+    @staticmethod
+    def _options_blob(options: dict[str, Any] | None) -> bytes | None:
+        """Reset options pickled for the workers (None for no options or an empty dict, which need no message);
+        a TypeError before anything is sent if they cannot be pickled."""
+        if not options:
+            return None
+        import cloudpickle
+
+        try:
+            return cloudpickle.dumps(options, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise TypeError(
+                "the reset options cannot be pickled to be sent to the envs' worker processes: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _send_reset(
+        self, ids: np.ndarray, seeds: list[int | None] | None, options: dict[str, Any] | None, blob: bytes | None
+    ) -> None:
+        """Resets ``ids``; with options (``blob``: them pickled), each worker gets its envs' first, whole, on its
+        call pipe: it reads them there when it comes to the reset."""
         b = self._b
+        if blob is not None:
+            owner = self._worker_of[ids]
+            workers = np.unique(owner).tolist()
+            for w in workers:
+                targets = [(e, blob) for e in ids[owner == w].tolist()]
+                payload = pickle.dumps((RESET_OPTIONS, "", targets), pickle.HIGHEST_PROTOCOL)
+                self._call_out[w] += MESSAGE_HEADER.pack(0, len(payload)) + payload
+            self._write_calls(workers)
         if seeds is None:
             b.seeded[ids] = False
         else:
             for e, s in zip(ids.tolist(), seeds, strict=True):
                 b.seeded[e] = s is not None
                 b.seed[e] = 0 if s is None else s
-        b.op[ids] = OP_RESET
+        b.op[ids] = OP_RESET if options is None else OP_RESET_EMPTY if blob is None else OP_RESET_OPTIONS
         self._broken[ids] = False
         self._needs_reset[ids] = False
         self._dispatch(ids)

@@ -48,7 +48,10 @@ from fastvec.pyenv.layout import (
     HAS_INFO,
     MESSAGE_HEADER,
     OP_RESET,
+    OP_RESET_EMPTY,
+    OP_STEP,
     REQ_HEAD,
+    RESET_OPTIONS,
     SHUTDOWN,
     Buffers,
     Layout,
@@ -313,6 +316,7 @@ class _Worker:
         self.call_fd = call_r.fileno()
         os.set_blocking(self.call_fd, False)
         self.call_buf = bytearray()  # what the call pipe held of requests not yet whole
+        self.reset_options: dict[int, bytes] = {}  # by env id: the pickled options of its next reset
         self.keep = (wake_r, results_w, call_r)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
@@ -401,6 +405,9 @@ class _Worker:
                 break
             kind, name, targets = pickle.loads(buf[header : header + size])
             del buf[: header + size]
+            if kind == RESET_OPTIONS:  # not a call: filed for the resets the parent sends next
+                self.reset_options.update(targets)
+                continue
             replies = [_call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
             send_message(self.side_fd, -1 - self.index, pickle.dumps((seq, replies), pickle.HIGHEST_PROTOCOL))
         return True
@@ -412,9 +419,15 @@ class _Worker:
         b.flags[e] = 0
         b.ended[e] = False
         try:
-            explicit = b.op[e] == OP_RESET
+            op = b.op[e]
+            explicit = op != OP_STEP
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
-                obs, info = env.reset(seed=int(b.seed[e]) if explicit and b.seeded[e] else None)
+                seed = int(b.seed[e]) if explicit and b.seeded[e] else None
+                if not explicit or op == OP_RESET:
+                    obs, info = env.reset(seed=seed)
+                else:
+                    options = {} if op == OP_RESET_EMPTY else self._take_reset_options(e)
+                    obs, info = env.reset(seed=seed, options=options)
                 self.elapsed[k] = 0
                 self.ret[k] = 0.0
                 self.needs_reset[k] = False
@@ -463,6 +476,19 @@ class _Worker:
             else:
                 message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+    def _take_reset_options(self, e: int) -> Any:
+        """Env ``e``'s options for the reset being processed (its own copy). The parent wrote them whole into the
+        call pipe before it sent the reset, so one read finds them; reading first also replaces options an
+        interrupted reset left here."""
+        if not self._serve_calls():
+            raise RuntimeError("the parent closed the call pipe")
+        fds = [self.call_fd] if self.parent_sentinel is None else [self.call_fd, self.parent_sentinel]
+        while e not in self.reset_options:  # (only if the parent wrote them in pieces: wait for the rest)
+            ready = wait_readable(fds, 1.0)
+            if self.parent_sentinel in ready or not self._serve_calls():
+                raise RuntimeError("the parent went away before it sent the reset options")
+        return pickle.loads(self.reset_options.pop(e))
 
     def _action(self, e: int) -> Any:
         if self.simple_act:
