@@ -31,6 +31,16 @@ SET_KINDS = ("set", "set_outer", "set_unwrapped")  # their args: one value per e
 POOL_METHODS = ("reset", "step", "close")
 
 
+def check_observation_mode(mode: Any) -> str:
+    """gymnasium's AsyncVectorEnv(observation_mode=...) as a string: "same" or "different"."""
+    if not isinstance(mode, str) or mode not in ("same", "different"):
+        raise ValueError(
+            "observation_mode must be 'same' or 'different' (gymnasium's; its custom pair of spaces is not taken), "
+            f"got {mode!r}"
+        )
+    return mode
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

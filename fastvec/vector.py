@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 import fastvec._core as _core
 from fastvec._args import (
@@ -33,6 +33,7 @@ from fastvec._args import (
     available_cores,
     check_env_ids,
     check_int,
+    check_observation_mode,
     check_seed,
     is_int_seed,
     partial_reset_ids,
@@ -123,6 +124,8 @@ def make(
 
     ``seed`` seeds each env's first reset as ``reset(seed=seed)`` would (env ``i`` with ``seed + i``).
     ``episode_stats=True`` adds each ended episode's return and length to ``info`` (the adapters turn it on).
+    ``observation_mode="different"`` (gymnasium's AsyncVectorEnv's; default ``"same"``) lets a list of Python envs
+    have observation spaces that differ in bounds but share type, shape and dtype (Tianshou's envs of several sizes).
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
@@ -161,6 +164,7 @@ def make(
             episode_stats=episode_stats,
         )
     entry = lookup(env_id)
+    check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
     if num_threads is None:
@@ -769,6 +773,10 @@ class PyVectorEnv(VectorEnv):
             seed=seed,
             episode_stats=episode_stats,
         )
+        if pool.observation_mode == "different" and self.batch_size == self.num_envs:
+            # As gymnasium's vector envs in that mode: each row bounded by its env's space (async batches hold
+            # any envs: there, env 0's space batched, as in "same" mode).
+            self.observation_space = batch_differing_spaces(pool.env_observation_spaces)
         self._workers = pool
         self.num_workers = pool.num_workers
         self.start_method = pool.start_method

@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 
 _ALIGN = 64
 
@@ -71,8 +72,54 @@ def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
     if isinstance(space, gym.spaces.Tuple):
         return [leaf for i, sub in enumerate(space.spaces) for leaf in leaves(sub, (*path, i))]
     raise TypeError(
-        f"the Python-env pool shares Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those; got {space}"
+        "the Python-env pool batches Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those into shared "
+        f"memory; {space} is a {type(space).__name__} (gymnasium's vector envs batch Graph, Sequence, Text and OneOf "
+        "only as tuples of Python objects, without shared memory, which fastvec does not do)"
     )
+
+
+def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], observation_mode: str) -> None:
+    """Checks that every env's spaces can share the layout of env 0's, as gymnasium's vector envs check them:
+    action spaces equal; observation spaces equal (``observation_mode="same"``) or of one type, shape and dtype
+    (``"different"``, batched as env 0's). A TypeError for env 0's spaces the pool cannot lay out, a ValueError
+    naming the first env that differs and both spaces."""
+    for kind, space in (("observation_space", obs_spaces[0]), ("action_space", act_spaces[0])):
+        try:
+            leaves(space)
+        except TypeError as exc:
+            raise TypeError(f"env 0's {kind} {space} cannot be batched: {exc}") from None
+    want_obs, want_act = obs_spaces[0], act_spaces[0]
+    for e in range(1, len(obs_spaces)):
+        obs, act = obs_spaces[e], act_spaces[e]
+        if act is not want_act and act != want_act:
+            raise ValueError(
+                f"env {e} has action_space {act}, but env 0 has {want_act}: every env of a pool must share its "
+                "action space (as in gymnasium's vector envs, whatever their observation_mode)"
+            )
+        if obs is want_obs:
+            continue
+        if observation_mode == "same" and obs != want_obs:
+            raise ValueError(
+                f"env {e} has observation_space {obs}, but env 0 has {want_obs}: every env of a pool must share its "
+                "spaces with observation_mode='same' (the default, as gymnasium's); observation_mode='different' "
+                "takes observation spaces that differ in their bounds but share type, shape and dtype"
+            )
+        if observation_mode == "different" and not _same_layout(want_obs, obs):
+            raise ValueError(
+                f"env {e} has observation_space {obs}, but env 0 has {want_obs}: with observation_mode='different' "
+                "the envs' observation spaces must still share their type, shape and dtype (and Dict keys) to be "
+                "batched as env 0's"
+            )
+
+
+def _same_layout(a: gym.Space, b: gym.Space) -> bool:
+    """gymnasium's is_space_dtype_shape_equiv, and the same leaves (it would pass a Tuple with more items)."""
+    try:
+        if not is_space_dtype_shape_equiv(a, b):
+            return False
+        return {leaf.path: leaf for leaf in leaves(a)} == {leaf.path: leaf for leaf in leaves(b)}
+    except (NotImplementedError, TypeError):  # a space it has no rule for, or one the pool cannot lay out
+        return False
 
 
 def flatten(space: gym.Space, value: Any, out: list[Any]) -> list[Any]:

@@ -34,7 +34,15 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastvec._args import MODES, SET_KINDS, autoreset_mode_name, available_cores, check_env_ids, check_int
+from fastvec._args import (
+    MODES,
+    SET_KINDS,
+    autoreset_mode_name,
+    available_cores,
+    check_env_ids,
+    check_int,
+    check_observation_mode,
+)
 from fastvec._core import EnvError, Result
 from fastvec.pyenv import worker as _worker
 from fastvec.pyenv.layout import (
@@ -49,6 +57,7 @@ from fastvec.pyenv.layout import (
     SHUTDOWN,
     Buffers,
     Layout,
+    check_spaces,
     flatten,
     leaf_spaces,
     leaves,
@@ -205,6 +214,7 @@ def make(
     autoreset_mode: str | AutoresetMode = "next_step",
     max_episode_steps: int | None = None,
     start_method: str | None = None,
+    observation_mode: str = "same",
     **env_kwargs: Any,
 ) -> PyEnvPool:
     """Makes the Python-env backend: a pool of Python gymnasium envs stepped in worker processes (what
@@ -215,6 +225,10 @@ def make(
 
     ``env_id`` is a gymnasium id (made with ``gymnasium.make(env, **env_kwargs)``), a callable
     returning an env, or a list of callables, one per env (``num_envs`` is then its length).
+
+    ``observation_mode`` is gymnasium's AsyncVectorEnv's: ``"same"`` (every env has env 0's observation space) or
+    ``"different"`` (spaces that differ in bounds, e.g. ``Discrete(5)`` and ``Discrete(10)``, but share type, shape
+    and dtype; batched as env 0's). Action spaces are equal in either mode.
     """
     if getattr(mp.current_process(), "_inheriting", False):
         raise RuntimeError(
@@ -263,6 +277,7 @@ def make(
     autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
+    observation_mode = check_observation_mode(observation_mode)
     methods = mp.get_all_start_methods()
     if start_method is None:
         start_method = "forkserver" if "forkserver" in methods else "spawn"
@@ -275,6 +290,7 @@ def make(
         autoreset_mode=autoreset_mode,
         max_episode_steps=max_episode_steps,
         start_method=start_method,
+        observation_mode=observation_mode,
     )
 
 
@@ -303,6 +319,7 @@ class PyEnvPool:
         autoreset_mode: str,
         max_episode_steps: int | None,
         start_method: str,
+        observation_mode: str = "same",
     ) -> None:
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
@@ -342,14 +359,15 @@ class PyEnvPool:
         try:
             self._start_workers(env_fns, bounds, memfd, config)
             spaces = self._await_startup("spaces")
-            obs_space, act_space = spaces[0][1], spaces[0][2]
-            for w, msg in enumerate(spaces[1:], 1):
-                for kind, got, want in (("observation_space", msg[1], obs_space), ("action_space", msg[2], act_space)):
-                    if got != want:
-                        raise ValueError(
-                            f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
-                            "a pool must share its spaces"
-                        )
+            # Each env's spaces, from each worker's distinct ones (checked against env 0's, which lay out the
+            # shared memory: every worker reads and writes by them).
+            obs_spaces = [msg[1][0][i] for msg in spaces for i in msg[1][1]]
+            act_spaces = [msg[2][0][i] for msg in spaces for i in msg[2][1]]
+            check_spaces(obs_spaces, act_spaces, observation_mode)
+            obs_space, act_space = obs_spaces[0], act_spaces[0]
+            self.observation_mode = observation_mode
+            #: each env's observation space (gymnasium's "different" mode batches them with batch_differing_spaces)
+            self.env_observation_spaces = obs_spaces
             self.metadata = spaces[0][3]
             self.spec = spaces[0][4]
             self.render_mode = spaces[0][5]
@@ -372,7 +390,7 @@ class PyEnvPool:
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
             for conn in self._wake:
                 try:
-                    conn.send(layout)
+                    conn.send((layout, obs_space, act_space))
                 except BrokenPipeError:  # the worker died after it reported its spaces
                     self._check_workers(wait=0.5, starting="while starting")
                     raise
@@ -1080,7 +1098,8 @@ class PyEnvPool:
                     continue
                 msg = pickle.loads(blob)
                 if msg[0] == "init_error":
-                    kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0], RuntimeError)
+                    kinds = {"ValueError": ValueError, "TypeError": TypeError, "AttributeError": AttributeError}
+                    kind = kinds.get(msg[1].split(":")[0], RuntimeError)
                     raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
                 got[w] = msg
             waiting = [w for w in waiting if w not in got]

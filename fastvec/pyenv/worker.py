@@ -1,9 +1,11 @@
 """The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
 
-Start-up: the worker makes its envs, checks that they share their spaces and sends the first one's
-spaces, metadata, spec and render mode to the parent over its side channel (so that no env constructor ever runs in
-the parent: one that crashes takes only its worker down). The parent compares the workers' spaces, sizes
-the shared mapping and sends the :class:`Layout` over the wake pipe; the worker maps it and says "ready".
+Start-up: the worker makes its envs and sends their spaces, and the first one's metadata, spec and render mode,
+to the parent over its side channel (so that no env constructor ever runs in the parent: one that crashes takes
+only its worker down). The parent checks every env's spaces against env 0's, sizes the shared mapping and sends
+the :class:`Layout` and the pool's spaces over the wake pipe; the worker maps it and says "ready". Every worker
+reads and writes its envs' values by the pool's spaces (env 0's), so that spaces that compare equal but list
+their Dict keys in another order, or that differ in bounds (``observation_mode="different"``), share one layout.
 
 Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
 writes an env's action row and op code, appends the env id to this worker's
@@ -91,18 +93,61 @@ def _loads(blob: bytes) -> Any:
     return cloudpickle.loads(blob)
 
 
-def _spaces_message(env: Any) -> bytes:
-    """What the parent needs of the first env: its spaces, metadata, spec and render mode (cloudpickled: a
-    spec's entry point may be a lambda; a spec that cannot be pickled at all is left out)."""
+def _spaces_message(envs: list, lo: int) -> bytes:
+    """What the parent needs of the envs: each env's spaces (per kind, the distinct spaces and the index of each
+    env's among them: a thousand envs of one image space send it once), and the first one's metadata, spec and
+    render mode (cloudpickled: a spec's entry point may be a lambda; a spec that cannot be pickled at all is left
+    out)."""
     import cloudpickle
 
+    spaces = {kind: _distinct([_declared_space(env, lo + k, kind) for k, env in enumerate(envs)]) for kind in _KINDS}
+    env = envs[0]
     metadata = dict(getattr(env, "metadata", None) or {})
     spec = getattr(env, "spec", None)
     render_mode = getattr(env, "render_mode", None)
+    obs, act = spaces["observation_space"], spaces["action_space"]
     try:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec, render_mode))
+        return cloudpickle.dumps(("spaces", obs, act, metadata, spec, render_mode))
     except Exception:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None, render_mode))
+        return cloudpickle.dumps(("spaces", obs, act, metadata, None, render_mode))
+
+
+_KINDS = ("observation_space", "action_space")
+
+
+def _distinct(spaces: list) -> tuple[list, list[int]]:
+    """The distinct spaces among ``spaces`` (by ==) and, per space, the index of its own among them."""
+    distinct: list = []
+    index: list[int] = []
+    for space in spaces:
+        for i, seen in enumerate(distinct):
+            if seen is space or seen == space:
+                index.append(i)
+                break
+        else:
+            index.append(len(distinct))
+            distinct.append(space)
+    return distinct, index
+
+
+def _declared_space(env: Any, e: int, kind: str) -> Any:
+    """Env ``e``'s ``kind`` (observation_space or action_space), which the pool needs to lay out its shared memory
+    (gymnasium's vector envs need both too); an AttributeError or TypeError naming the env otherwise."""
+    import gymnasium as gym
+
+    try:
+        space = getattr(env, kind)
+    except AttributeError as exc:
+        raise AttributeError(
+            f"env {e} ({type(env).__name__}) has no {kind} ({exc}): the Python-env pool needs each env's "
+            "observation_space and action_space, as gymnasium's vector envs do; set them in its __init__"
+        ) from None
+    if not isinstance(space, gym.spaces.Space):
+        raise TypeError(
+            f"env {e} ({type(env).__name__}) has {kind} {space!r}, a {type(space).__name__}: it must be a "
+            "gymnasium.spaces.Space"
+        )
+    return space
 
 
 def _get(env: Any, name: str) -> Any:
@@ -220,19 +265,12 @@ def run(
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
         _refuse_shared_instances(envs, lo)
-        for k, env in enumerate(envs[1:], 1):
-            for kind in ("observation_space", "action_space"):
-                got, want = getattr(env, kind), getattr(envs[0], kind)
-                if got != want:
-                    raise ValueError(
-                        f"env {lo + k} has {kind} {got}, but env {lo} has {want}: every env of a pool must share "
-                        "its spaces"
-                    )
-        send_message(side_fd, key, _spaces_message(envs[0]))
-        layout = _receive_layout(wake_r)
-        if layout is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
+        send_message(side_fd, key, _spaces_message(envs, lo))
+        received = _receive_layout(wake_r)
+        if received is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
             _close_envs(envs)
             return
+        layout, obs_space, act_space = received
         mm = mmap.mmap(memfd.fd, layout.size)
         os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
@@ -247,7 +285,8 @@ def run(
     buffers = Buffers(layout, mm)
     send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
     try:
-        _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
+        spaces = (obs_space, act_space)
+        _Worker(index, lo, envs, spaces, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
     finally:
         _close_envs(envs)
         buffers.release()
@@ -269,9 +308,9 @@ def _refuse_shared_instances(envs: list, lo: int) -> None:
             )
 
 
-def _receive_layout(wake_r: Any) -> Layout | None:
-    """The layout the parent sends over the wake pipe once every worker has made its envs; None if the
-    parent closed the pipe or died instead."""
+def _receive_layout(wake_r: Any) -> tuple[Layout, Any, Any] | None:
+    """The layout and the pool's observation and action spaces, which the parent sends over the wake pipe once
+    every worker has made its envs; None if the parent closed the pipe or died instead."""
     parent = parent_process()
     fds = [wake_r.fileno()] if parent is None else [wake_r.fileno(), parent.sentinel]
     while True:
@@ -299,6 +338,7 @@ class _Worker:
         index: int,
         lo: int,
         envs: list,
+        spaces: tuple[Any, Any],
         b: Buffers,
         layout: Layout,
         wake_r: Any,
@@ -321,8 +361,7 @@ class _Worker:
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
-        self.obs_space = envs[0].observation_space
-        self.act_space = envs[0].action_space
+        self.obs_space, self.act_space = spaces  # the pool's (env 0's): its layout's
         self.obs_leaves = list(zip(layout.obs, leaf_spaces(self.obs_space), strict=True))
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
         self.obs_shape = layout.obs[0].shape
