@@ -248,3 +248,16 @@ def _re(space) -> str:
     import re
 
     return re.escape(str(space))
+
+
+class SeededSpaceEnv(SpaceEnv):
+    def __init__(self, seed: int) -> None:
+        super().__init__(gym.spaces.Box(0, 1, (2,), np.float32))
+        self.observation_space.seed(seed)  # equal spaces, pickled differently (their samplers' states)
+
+
+@pytest.mark.timeout(60)
+def test_equal_spaces_with_seeded_samplers_are_equal():
+    env = fastvec.make(_fns(SeededSpaceEnv, [1, 2, 3]), start_method="fork")
+    assert env.single_observation_space == BOX
+    env.close()

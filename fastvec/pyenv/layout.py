@@ -89,14 +89,17 @@ def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], obser
         except TypeError as exc:
             raise TypeError(f"env 0's {kind} {space} cannot be batched: {exc}") from None
     want_obs, want_act = obs_spaces[0], act_spaces[0]
+    passed = {id(want_obs), id(want_act)}  # the space objects checked already (the workers send each once)
     for e in range(1, len(obs_spaces)):
         obs, act = obs_spaces[e], act_spaces[e]
-        if act is not want_act and act != want_act:
-            raise ValueError(
-                f"env {e} has action_space {act}, but env 0 has {want_act}: every env of a pool must share its "
-                "action space (as in gymnasium's vector envs, whatever their observation_mode)"
-            )
-        if obs is want_obs:
+        if id(act) not in passed:
+            if act != want_act:
+                raise ValueError(
+                    f"env {e} has action_space {act}, but env 0 has {want_act}: every env of a pool must share its "
+                    "action space (as in gymnasium's vector envs, whatever their observation_mode)"
+                )
+            passed.add(id(act))
+        if id(obs) in passed:
             continue
         if observation_mode == "same" and obs != want_obs:
             raise ValueError(
@@ -110,6 +113,7 @@ def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], obser
                 "the envs' observation spaces must still share their type, shape and dtype (and Dict keys) to be "
                 "batched as env 0's"
             )
+        passed.add(id(obs))
 
 
 def _same_layout(a: gym.Space, b: gym.Space) -> bool:

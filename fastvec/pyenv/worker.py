@@ -116,17 +116,24 @@ _KINDS = ("observation_space", "action_space")
 
 
 def _distinct(spaces: list) -> tuple[list, list[int]]:
-    """The distinct spaces among ``spaces`` (by ==) and, per space, the index of its own among them."""
+    """The distinct spaces among ``spaces`` and, per space, the index of its own among them. Spaces are told apart
+    by their pickled bytes (== compares a Box's bounds with np.allclose: slow for images); two equal spaces that
+    pickle differently (one's sampler seeded) are both sent, and the parent compares them."""
     distinct: list = []
     index: list[int] = []
+    by_bytes: dict[bytes, int] = {}
     for space in spaces:
-        for i, seen in enumerate(distinct):
-            if seen is space or seen == space:
-                index.append(i)
-                break
-        else:
-            index.append(len(distinct))
+        try:
+            key: bytes | None = pickle.dumps(space, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # (cloudpickle sends it)
+            key = None
+        i = by_bytes.get(key) if key is not None else None
+        if i is None:
+            i = len(distinct)
             distinct.append(space)
+            if key is not None:
+                by_bytes[key] = i
+        index.append(i)
     return distinct, index
 
 
