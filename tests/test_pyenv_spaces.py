@@ -261,3 +261,15 @@ def test_equal_spaces_with_seeded_samplers_are_equal():
     env = fastvec.make(_fns(SeededSpaceEnv, [1, 2, 3]), start_method="fork")
     assert env.single_observation_space == BOX
     env.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_space_class_defined_in_a_function_reaches_every_worker():
+    class LocalBox(gym.spaces.Box):  # pickle cannot send it by name; cloudpickle sends it by value
+        pass
+
+    space = LocalBox(0, 1, (2,), np.float32)
+    env = fastvec.make([lambda: SpaceEnv(space)] * 3, start_method="spawn", num_workers=2)
+    assert env.reset(seed=0)[0].shape == (3, 2)
+    assert type(env.single_observation_space).__name__ == "LocalBox"
+    env.close()

@@ -388,9 +388,13 @@ class PyEnvPool:
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
+            import cloudpickle
+
+            # The pool's spaces, cloudpickled as the workers sent them (a Space subclass may not pickle by name).
+            pool_spaces = cloudpickle.dumps((obs_space, act_space), pickle.HIGHEST_PROTOCOL)
             for conn in self._wake:
                 try:
-                    conn.send((layout, obs_space, act_space))
+                    conn.send((layout, pool_spaces))
                 except BrokenPipeError:  # the worker died after it reported its spaces
                     self._check_workers(wait=0.5, starting="while starting")
                     raise

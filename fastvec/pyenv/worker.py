@@ -277,7 +277,7 @@ def run(
         if received is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
             _close_envs(envs)
             return
-        layout, obs_space, act_space = received
+        layout, obs_space, act_space = received[0], *_loads(received[1])
         mm = mmap.mmap(memfd.fd, layout.size)
         os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
@@ -315,9 +315,9 @@ def _refuse_shared_instances(envs: list, lo: int) -> None:
             )
 
 
-def _receive_layout(wake_r: Any) -> tuple[Layout, Any, Any] | None:
-    """The layout and the pool's observation and action spaces, which the parent sends over the wake pipe once
-    every worker has made its envs; None if the parent closed the pipe or died instead."""
+def _receive_layout(wake_r: Any) -> tuple[Layout, bytes] | None:
+    """The layout and the pool's observation and action spaces (cloudpickled), which the parent sends over the wake
+    pipe once every worker has made its envs; None if the parent closed the pipe or died instead."""
     parent = parent_process()
     fds = [wake_r.fileno()] if parent is None else [wake_r.fileno(), parent.sentinel]
     while True:
