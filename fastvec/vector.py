@@ -773,6 +773,7 @@ class PyVectorEnv(VectorEnv):
             seed=seed,
             episode_stats=episode_stats,
         )
+        self.observation_mode = pool.observation_mode  #: "same" or "different", as gymnasium's AsyncVectorEnv has it
         if pool.observation_mode == "different" and self.batch_size == self.num_envs:
             # As gymnasium's vector envs in that mode: each row bounded by its env's space (async batches hold
             # any envs: there, env 0's space batched, as in "same" mode).

@@ -83,6 +83,7 @@ def test_tianshou_envs_of_several_sizes_run_with_observation_mode_different():
         fastvec.make(fns, start_method="fork", num_workers=2)  # gymnasium's default, "same", refuses them too
     env = fastvec.make(fns, start_method="fork", num_workers=2, observation_mode="different")
     ref = gym.vector.SyncVectorEnv(fns, observation_mode="different")
+    assert env.observation_mode == ref.observation_mode == "different"
     assert env.single_observation_space == ref.single_observation_space == SizeEnv(2).observation_space
     assert env.observation_space == ref.observation_space  # each row bounded by its env's space
     assert env.get_attr("observation_space") == tuple(SizeEnv(s).observation_space for s in sizes)
