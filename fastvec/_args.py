@@ -37,6 +37,16 @@ class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
     with gymnasium's OrderEnforcing raises there) and the RuntimeError the pool raised before."""
 
 
+def check_observation_mode(mode: Any) -> str:
+    """gymnasium's AsyncVectorEnv(observation_mode=...) as a string: "same" or "different"."""
+    if not isinstance(mode, str) or mode not in ("same", "different"):
+        raise ValueError(
+            "observation_mode must be 'same' or 'different' (gymnasium's; its custom pair of spaces is not taken), "
+            f"got {mode!r}"
+        )
+    return mode
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -97,18 +107,30 @@ def autoreset_mode_name(mode: str | AutoresetMode) -> str:
     return mode
 
 
-def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any]:
-    """(reset_mask, env_id) from reset()'s options; at most one of them is not None."""
+def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(reset_mask, env_id, the env's options) from reset()'s options: at most one of the first two is not None;
+    the rest is what each env's ``reset(options=...)`` gets, as gymnasium's vector envs pass it on (None when
+    ``options`` is None; a new dict, the caller's is not changed)."""
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict (or None), got {type(options).__name__} {options!r}")
-    options = dict(options or {})
-    reset_mask = options.pop("reset_mask", None)
-    ids = options.pop("env_id", None)
-    if options:
-        raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'reset_mask' or 'env_id'")
+    if options is None:
+        return None, None, None
+    env_options = dict(options)
+    reset_mask = env_options.pop("reset_mask", None)
+    ids = env_options.pop("env_id", None)
     if reset_mask is not None and ids is not None:
         raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
-    return reset_mask, ids
+    return reset_mask, ids, env_options
+
+
+def refuse_reset_options(label: str, options: dict[str, Any] | None) -> None:
+    """For envs that take no reset options (native envs have no ``reset(options=...)``): a ValueError naming the
+    keys given, other than the pool's own ``reset_mask`` and ``env_id``."""
+    if options:
+        raise ValueError(
+            f"unknown reset option(s) {sorted(options, key=str)} for {label}, whose envs take no reset options; "
+            "expected 'reset_mask' or 'env_id'"
+        )
 
 
 def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int) -> np.ndarray | None:

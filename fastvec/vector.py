@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 import fastvec._core as _core
 from fastvec._args import (
@@ -38,10 +38,12 @@ from fastvec._args import (
     available_cores,
     check_env_ids,
     check_int,
+    check_observation_mode,
     check_seed,
     check_timeout,
     is_int_seed,
     partial_reset_ids,
+    refuse_reset_options,
     reset_options,
 )
 from fastvec.registry import EnvEntry, lookup
@@ -94,12 +96,15 @@ class Backend(Protocol):
         """Waits for ``rows`` results (at most the envs in flight) for up to ``timeout`` seconds, then returns
         those that have come, at least one."""
 
-    def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
-        """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none."""
+    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
+        """Queues a reset of every env (None) or of the idle envs in ``env_id``; ``seeds``: one per env, or none;
+        ``options``: what each env's ``reset(options=...)`` gets (a backend whose envs take none refuses any)."""
 
-    def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
+    def reset_envs(
+        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> _core.Result:
         """Resets the envs in ``env_id`` of a sync pool and waits; rows of at least those envs, or every env's
-        in env order (``all_rows``; the others report their observation only)."""
+        in env order (``all_rows``; the others report their observation only); ``options`` as for send_reset."""
 
     def drain(self) -> None:
         """Waits for every env in flight and drops its results."""
@@ -145,6 +150,8 @@ def make(
 
     ``seed`` seeds each env's first reset as ``reset(seed=seed)`` would (env ``i`` with ``seed + i``).
     ``episode_stats=True`` adds each ended episode's return and length to ``info`` (the adapters turn it on).
+    ``observation_mode="different"`` (gymnasium's AsyncVectorEnv's; default ``"same"``) lets a list of Python envs
+    have observation spaces that differ in bounds but share type, shape and dtype (Tianshou's envs of several sizes).
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
@@ -183,6 +190,7 @@ def make(
             episode_stats=episode_stats,
         )
     entry = lookup(env_id)
+    check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
     if num_threads is None:
@@ -272,15 +280,6 @@ class NativePool(_core.Pool):
         }
         self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
 
-    def send_reset(self, env_id: Any, seeds: list[int | None]) -> None:
-        super().send_reset(env_id, seeds)
-        self._ever_reset[slice(None) if env_id is None else env_id] = True
-
-    def reset_envs(self, env_id: Any, seeds: list[int | None], all_rows: bool) -> _core.Result:
-        result = super().reset_envs(env_id, seeds, all_rows)
-        self._ever_reset[env_id] = True
-        return result
-
     def refused(self, exc: RuntimeError, env_id: Any) -> None:
         """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
         named an env that was never reset.
@@ -322,6 +321,21 @@ class NativePool(_core.Pool):
         if kind == "method":  # SB3's env_method calls what it gets
             raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
         return [copy.deepcopy(value) for _ in range(len(env_id))]
+
+    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
+        """``_core.Pool.send_reset``; a native env has no ``reset(options=...)``: options are refused."""
+        refuse_reset_options(self.label, options)
+        super().send_reset(env_id, seeds)
+        self._ever_reset[slice(None) if env_id is None else env_id] = True
+
+    def reset_envs(
+        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> _core.Result:
+        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
+        refuse_reset_options(self.label, options)
+        result = super().reset_envs(env_id, seeds, all_rows)
+        self._ever_reset[env_id] = True
+        return result
 
 
 @dataclass(frozen=True)
@@ -491,19 +505,21 @@ class VectorEnv(gym.vector.VectorEnv):
         ``options={"env_id": ids}``, only some) and returns their observations.
 
         ``seed`` as an int seeds env ``i`` with ``seed + i``, as gymnasium's vector envs do; as a list, env ``i``
-        with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env.
+        with ``seed[i]``; each seeded exactly as ``gymnasium.make(...).reset(seed=...)`` seeds one env. The other
+        keys of ``options`` go to each reset env's ``reset(options=...)``, as gymnasium's vector envs pass them
+        (Python envs; native envs take none and refuse them).
         """
         self._check_open()
         if self._waiting is not None:
             if not self._timed_out:
                 self._refuse_pending("reset")
             self._abandon_pending()  # after a time-out, a reset starts over
-        reset_mask, ids = reset_options(options)
+        reset_mask, ids, env_options = reset_options(options)
         if reset_mask is not None or ids is not None:
-            return self._partial_reset(seed, reset_mask, ids)
+            return self._partial_reset(seed, reset_mask, ids, env_options)
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
-        self._pool.send_reset(None, seeds)
+        self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
         return self._reset_rows(None)
 
@@ -572,12 +588,13 @@ class VectorEnv(gym.vector.VectorEnv):
         self._check_open()
         if self._waiting is not None:
             self._refuse_pending("reset_async")
-        if options:
-            self._reset_done = self.reset(seed=seed, options=options)
+        reset_mask, ids, env_options = reset_options(options)
+        if reset_mask is not None or ids is not None:
+            self._reset_done = self._partial_reset(seed, reset_mask, ids, env_options)
         else:
             seeds = self._seeds(seed, self._all_ids)
             self._pool.drain()
-            self._pool.send_reset(None, seeds)
+            self._pool.send_reset(None, seeds, env_options)
             self._reset_sent(self._all_ids, seeds)
         self._waiting = AsyncState.WAITING_RESET
 
@@ -658,21 +675,25 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- async API --------------------------------------------------------
 
-    def async_reset(self, seed: Seed = None, env_id: Any = None) -> None:
+    def async_reset(self, seed: Seed = None, env_id: Any = None, options: dict[str, Any] | None = None) -> None:
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
-        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`)."""
+        and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`). ``options`` go to each
+        reset env's ``reset(options=...)``, as in :meth:`reset` (the envs to reset are ``env_id``'s)."""
         self._check_open()
         if self._waiting is not None:
             self._refuse_pending("async_reset")
+        reset_mask, option_ids, env_options = reset_options(options)
+        if reset_mask is not None or option_ids is not None:
+            raise ValueError("async_reset takes the envs to reset as env_id=..., not as options['reset_mask'/'env_id']")
         if env_id is not None:
             ids = check_env_ids(env_id, self.num_envs)
             seeds = self._seeds(seed, ids.tolist(), listed=True)
-            self._pool.send_reset(ids, seeds)
+            self._pool.send_reset(ids, seeds, env_options)
             self._reset_sent(ids.tolist(), seeds)
             return
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
-        self._pool.send_reset(None, seeds)
+        self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
@@ -882,11 +903,13 @@ class VectorEnv(gym.vector.VectorEnv):
         _check_seed_range(seed, self.num_envs)
         return [seed + i for i in ids]
 
-    def _partial_reset(self, seed: Any, reset_mask: Any, ids: Any) -> tuple[Any, dict[str, Any]]:
+    def _partial_reset(
+        self, seed: Any, reset_mask: Any, ids: Any, env_options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any]]:
         mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size)
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, ids.tolist(), listed=mask_ids is None)
-        r = self._pool.reset_envs(ids, seeds, reset_mask is not None)
+        r = self._pool.reset_envs(ids, seeds, reset_mask is not None, env_options)
         self._reset_sent(ids.tolist(), seeds)
         info = self._info(r)
         if reset_mask is not None:
@@ -997,6 +1020,11 @@ class PyVectorEnv(VectorEnv):
             seed=seed,
             episode_stats=episode_stats,
         )
+        self.observation_mode = pool.observation_mode  #: "same" or "different", as gymnasium's AsyncVectorEnv has it
+        if pool.observation_mode == "different" and self.batch_size == self.num_envs:
+            # As gymnasium's vector envs in that mode: each row bounded by its env's space (async batches hold
+            # any envs: there, env 0's space batched, as in "same" mode).
+            self.observation_space = batch_differing_spaces(pool.env_observation_spaces)
         self._workers = pool
         self.num_workers = pool.num_workers
         self.start_method = pool.start_method

@@ -746,3 +746,106 @@ def test_observations_on_their_space_bounds_come_out_unchanged(name, as_float64)
             assert_tree_equal(obs, ref.step(np.array(actions))[0])  # values and dtypes, bit for bit
             for row in gym.vector.utils.iterate(env.observation_space, obs):  # (a scalar box's rows: numpy scalars)
                 assert env.single_observation_space.contains(row if isinstance(row, dict) else np.asarray(row)), row
+
+
+# -- reset options ------------------------------------------------------------------
+
+
+class OptionsEnv(CountEnv):
+    """Keeps the options of its last reset (``last_options``; "unset" before any) and starts its count there at
+    ``options["start"]``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_options = "unset"
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        self.last_options = options
+        if options and "start" in options:
+            self.t = options["start"]
+            obs[0] = self.t
+        if options and "log" in options:
+            options["log"].append("mutated in the env")  # each env has its own copy
+        return obs, info
+
+
+@pytest.mark.timeout(60)
+def test_reset_options_reach_every_reset_env_as_gymnasium_passes_them():
+    env = fastvec.make(OptionsEnv, 4, start_method="fork", num_workers=2)
+    mine = {"start": 3, "log": []}
+    obs, _ = env.reset(options=mine)
+    np.testing.assert_array_equal(obs[:, 0], [3, 3, 3, 3])
+    assert env.get_attr("last_options") == ({"start": 3, "log": ["mutated in the env"]},) * 4
+    assert mine == {"start": 3, "log": []}
+    obs, *_ = env.step(np.zeros(4, np.int64))
+    np.testing.assert_array_equal(obs[:, 0], [4, 4, 4, 4])
+    env.reset()
+    assert env.get_attr("last_options") == (None,) * 4
+
+    # A partial reset passes the options other than reset_mask/env_id (gymnasium: {} when there are none).
+    mask = np.array([False, True, False, True])
+    given = {"reset_mask": mask, "start": 9}
+    obs, _ = env.reset(options=given)
+    np.testing.assert_array_equal(obs[:, 0], [0, 9, 0, 9])
+    assert env.get_attr("last_options") == (None, {"start": 9}, None, {"start": 9})
+    assert set(given) == {"reset_mask", "start"}  # the caller's dict is left as it was
+    env.reset(options={"reset_mask": ~mask})
+    assert env.get_attr("last_options") == ({}, {"start": 9}, {}, {"start": 9})
+    obs, _ = env.reset(options={"env_id": [2], "start": 5})
+    np.testing.assert_array_equal(obs[:, 0], [5])
+    assert env.get_attr("last_options") == ({}, {"start": 9}, {"start": 5}, {"start": 9})
+
+    # Options that cannot travel: a TypeError before anything is sent; the pool goes on.
+    with pytest.raises(TypeError, match="reset options cannot be pickled"):
+        env.reset(options={"lock": __import__("threading").Lock()})
+    obs, _ = env.reset(options={"start": 1})
+    np.testing.assert_array_equal(obs[:, 0], [1, 1, 1, 1])
+    big = {"start": 2, "blob": bytes(range(256)) * 2000}  # more than a pipe holds: the workers read it in pieces
+    obs, _ = env.reset(options=big)
+    np.testing.assert_array_equal(obs[:, 0], [2, 2, 2, 2])
+    assert env.get_attr("last_options") == (big,) * 4
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_reset_options_in_async_mode():
+    env = fastvec.make(OptionsEnv, 4, batch_size=2, start_method="fork", num_workers=2)
+    env.async_reset(options={"start": 2})
+    rows = [env.recv() for _ in range(2)]
+    assert sorted(np.concatenate([r[4]["env_id"] for r in rows]).tolist()) == [0, 1, 2, 3]
+    for obs, *_ in rows:
+        np.testing.assert_array_equal(obs[:, 0], [2, 2])
+    assert env.get_attr("last_options") == ({"start": 2},) * 4
+    env.async_reset(env_id=[3, 0], options={"start": 7})
+    obs, *_, info = env.recv()
+    assert sorted(info["env_id"].tolist()) == [0, 3]
+    np.testing.assert_array_equal(obs[:, 0], [7, 7])
+    assert env.get_attr("last_options") == ({"start": 7}, {"start": 2}, {"start": 2}, {"start": 7})
+    with pytest.raises(ValueError, match="async_reset takes the envs to reset as env_id"):
+        env.async_reset(options={"env_id": [1]})
+    env.async_reset(env_id=[1])
+    env.recv_rest()
+    assert env.get_attr("last_options")[1] is None
+    env.close()
+
+
+@pytest.mark.timeout(60)
+def test_native_envs_refuse_reset_options_naming_them():
+    env = fastvec.make("CartPole-v1", 4)
+    env.reset(seed=0)
+    mask = np.array([True, False, True, False])
+    for options in ({"start": 1, "low": -0.1}, {"reset_mask": mask, "start": 1}, {"env_id": [1], "start": 1}):
+        with pytest.raises(
+            ValueError, match=r"unknown reset option\(s\) \[('low', )?'start'\] for fastvec's native CartPole-v1"
+        ):
+            env.reset(options=options)
+    obs, _ = env.reset(options={"reset_mask": mask})  # the pool's own options pass, and the pool goes on
+    assert obs.shape == (4, 4)
+    env.close()
+    env = fastvec.make("CartPole-v1", 4, batch_size=2)
+    with pytest.raises(ValueError, match=r"unknown reset option\(s\) \['start'\]"):
+        env.async_reset(options={"start": 1})
+    env.async_reset(options={})
+    env.recv()
+    env.close()

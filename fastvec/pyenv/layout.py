@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 
 _ALIGN = 64
 
@@ -29,7 +30,13 @@ SHUTDOWN = 2  #: set by the parent: the worker exits at the next env boundary
 
 # Per-env operation codes (Buffers.op), written by the parent before a request.
 OP_STEP = 1
-OP_RESET = 2
+OP_RESET = 2  #: env.reset(seed=...), no options
+OP_RESET_EMPTY = 3  #: env.reset(seed=..., options={}): the user's options held only the pool's own keys
+OP_RESET_OPTIONS = 4  #: env.reset(seed=..., options=...), the options from a RESET_OPTIONS message on the call pipe
+
+# The kind of a call-pipe request that carries reset options (per target env: its id and its pickled options)
+# rather than an env call; the parent writes it whole before it sends the resets, and no reply comes back.
+RESET_OPTIONS = "reset_options"
 
 # Per-env result flags (Buffers.flags), written by the worker.
 HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel
@@ -65,8 +72,58 @@ def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
     if isinstance(space, gym.spaces.Tuple):
         return [leaf for i, sub in enumerate(space.spaces) for leaf in leaves(sub, (*path, i))]
     raise TypeError(
-        f"the Python-env pool shares Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those; got {space}"
+        "the Python-env pool batches Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those into shared "
+        f"memory; {space} is a {type(space).__name__} (gymnasium's vector envs batch Graph, Sequence, Text and OneOf "
+        "only as tuples of Python objects, without shared memory, which fastvec does not do)"
     )
+
+
+def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], observation_mode: str) -> None:
+    """Checks that every env's spaces can share the layout of env 0's, as gymnasium's vector envs check them:
+    action spaces equal; observation spaces equal (``observation_mode="same"``) or of one type, shape and dtype
+    (``"different"``, batched as env 0's). A TypeError for env 0's spaces the pool cannot lay out, a ValueError
+    naming the first env that differs and both spaces."""
+    for kind, space in (("observation_space", obs_spaces[0]), ("action_space", act_spaces[0])):
+        try:
+            leaves(space)
+        except TypeError as exc:
+            raise TypeError(f"env 0's {kind} {space} cannot be batched: {exc}") from None
+    want_obs, want_act = obs_spaces[0], act_spaces[0]
+    passed = {id(want_obs), id(want_act)}  # the space objects checked already (the workers send each once)
+    for e in range(1, len(obs_spaces)):
+        obs, act = obs_spaces[e], act_spaces[e]
+        if id(act) not in passed:
+            if act != want_act:
+                raise ValueError(
+                    f"env {e} has action_space {act}, but env 0 has {want_act}: every env of a pool must share its "
+                    "action space (as in gymnasium's vector envs, whatever their observation_mode)"
+                )
+            passed.add(id(act))
+        if id(obs) in passed:
+            continue
+        if observation_mode == "same" and obs != want_obs:
+            raise ValueError(
+                f"env {e} has observation_space {obs}, but env 0 has {want_obs}: every env of a pool must share its "
+                "spaces with observation_mode='same' (the default, as gymnasium's); observation_mode='different' "
+                "takes observation spaces that differ in their bounds but share type, shape and dtype"
+            )
+        if observation_mode == "different" and not _same_layout(want_obs, obs):
+            raise ValueError(
+                f"env {e} has observation_space {obs}, but env 0 has {want_obs}: with observation_mode='different' "
+                "the envs' observation spaces must still share their type, shape and dtype (and Dict keys) to be "
+                "batched as env 0's"
+            )
+        passed.add(id(obs))
+
+
+def _same_layout(a: gym.Space, b: gym.Space) -> bool:
+    """gymnasium's is_space_dtype_shape_equiv, and the same leaves (it would pass a Tuple with more items)."""
+    try:
+        if not is_space_dtype_shape_equiv(a, b):
+            return False
+        return {leaf.path: leaf for leaf in leaves(a)} == {leaf.path: leaf for leaf in leaves(b)}
+    except (NotImplementedError, TypeError):  # a space it has no rule for, or one the pool cannot lay out
+        return False
 
 
 def flatten(space: gym.Space, value: Any, out: list[Any]) -> list[Any]:

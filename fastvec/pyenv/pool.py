@@ -41,6 +41,7 @@ from fastvec._args import (
     available_cores,
     check_env_ids,
     check_int,
+    check_observation_mode,
     check_timeout,
 )
 from fastvec._core import EnvError, Result
@@ -49,11 +50,15 @@ from fastvec.pyenv.layout import (
     COMP_HEAD,
     MESSAGE_HEADER,
     OP_RESET,
+    OP_RESET_EMPTY,
+    OP_RESET_OPTIONS,
     OP_STEP,
     REQ_HEAD,
+    RESET_OPTIONS,
     SHUTDOWN,
     Buffers,
     Layout,
+    check_spaces,
     flatten,
     leaf_spaces,
     leaves,
@@ -232,6 +237,7 @@ def make(
     autoreset_mode: str | AutoresetMode = "next_step",
     max_episode_steps: int | None = None,
     start_method: str | None = None,
+    observation_mode: str = "same",
     **env_kwargs: Any,
 ) -> PyEnvPool:
     """Makes the Python-env backend: a pool of Python gymnasium envs stepped in worker processes (what
@@ -245,6 +251,10 @@ def make(
     ``num_workers``: the number of worker processes, by default one fewer than the cores (right for envs that
     compute); ``"per_env"`` starts one per env, for envs that wait (I/O, a socket, ``time.sleep``), which a
     worker would otherwise step one after another.
+
+    ``observation_mode`` is gymnasium's AsyncVectorEnv's: ``"same"`` (every env has env 0's observation space) or
+    ``"different"`` (spaces that differ in bounds, e.g. ``Discrete(5)`` and ``Discrete(10)``, but share type, shape
+    and dtype; batched as env 0's). Action spaces are equal in either mode.
     """
     if getattr(mp.current_process(), "_inheriting", False):
         raise RuntimeError(
@@ -291,6 +301,7 @@ def make(
     autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
+    observation_mode = check_observation_mode(observation_mode)
     methods = mp.get_all_start_methods()
     if start_method is None:
         start_method = "forkserver" if "forkserver" in methods else "spawn"
@@ -303,6 +314,7 @@ def make(
         autoreset_mode=autoreset_mode,
         max_episode_steps=max_episode_steps,
         start_method=start_method,
+        observation_mode=observation_mode,
     )
 
 
@@ -357,6 +369,7 @@ class PyEnvPool:
         autoreset_mode: str,
         max_episode_steps: int | None,
         start_method: str,
+        observation_mode: str = "same",
     ) -> None:
         self.num_envs = n = len(env_fns)
         self.batch_size = batch_size
@@ -396,14 +409,15 @@ class PyEnvPool:
         try:
             self._start_workers(env_fns, bounds, memfd, config)
             spaces = self._await_startup("spaces")
-            obs_space, act_space = spaces[0][1], spaces[0][2]
-            for w, msg in enumerate(spaces[1:], 1):
-                for kind, got, want in (("observation_space", msg[1], obs_space), ("action_space", msg[2], act_space)):
-                    if got != want:
-                        raise ValueError(
-                            f"env {self._lo[w]} has {kind} {got}, but env 0 has {want}: every env of "
-                            "a pool must share its spaces"
-                        )
+            # Each env's spaces, from each worker's distinct ones (checked against env 0's, which lay out the
+            # shared memory: every worker reads and writes by them).
+            obs_spaces = [msg[1][0][i] for msg in spaces for i in msg[1][1]]
+            act_spaces = [msg[2][0][i] for msg in spaces for i in msg[2][1]]
+            check_spaces(obs_spaces, act_spaces, observation_mode)
+            obs_space, act_space = obs_spaces[0], act_spaces[0]
+            self.observation_mode = observation_mode
+            #: each env's observation space (gymnasium's "different" mode batches them with batch_differing_spaces)
+            self.env_observation_spaces = obs_spaces
             self.metadata = spaces[0][3]
             self.spec = spaces[0][4]
             self.render_mode = spaces[0][5]
@@ -424,9 +438,13 @@ class PyEnvPool:
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
+            import cloudpickle
+
+            # The pool's spaces, cloudpickled as the workers sent them (a Space subclass may not pickle by name).
+            pool_spaces = cloudpickle.dumps((obs_space, act_space), pickle.HIGHEST_PROTOCOL)
             for conn in self._wake:
                 try:
-                    conn.send(layout)
+                    conn.send((layout, pool_spaces))
                 except BrokenPipeError:  # the worker died after it reported its spaces
                     self._check_workers(wait=0.5, starting="while starting")
                     raise
@@ -568,26 +586,30 @@ class PyEnvPool:
         finally:
             self._leave()
 
-    def send_reset(self, env_id: Any, seeds: Sequence[int | None]) -> None:
+    def send_reset(self, env_id: Any, seeds: Sequence[int | None], options: dict[str, Any] | None = None) -> None:
         """Queues a reset of every env (``env_id`` None) or of the idle envs in ``env_id``; ``seeds``, when not
-        empty, has one seed (or None) per env reset."""
+        empty, has one seed (or None) per env reset; ``options``: each env's ``reset(options=...)``, a copy each."""
+        blob = self._options_blob(options)
         self._enter("async_reset")
         try:
             if env_id is None:
-                self._send_reset(self._all_ids, list(seeds) or None)
+                self._send_reset(self._all_ids, list(seeds) or None, options, blob)
                 return
             ids = self._check_ids(env_id)
             busy = ids[self._state[ids] == _IN_FLIGHT]
             if len(busy):
                 raise RuntimeError(f"env {busy[0]} is in flight; receive its result before resetting it")
-            self._send_reset(ids, list(seeds) or None)
+            self._send_reset(ids, list(seeds) or None, options, blob)
         finally:
             self._leave()
 
-    def reset_envs(self, env_id: Any, seeds: Sequence[int | None], all_rows: bool) -> Result:
+    def reset_envs(
+        self, env_id: Any, seeds: Sequence[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> Result:
         """Resets the envs in ``env_id`` (nothing may be in flight) and waits: their rows, in ``env_id``'s
         order, or (``all_rows``) every env's in env order, the others reporting their observation with no
-        reward and no flags (then every other env must have been reset once)."""
+        reward and no flags (then every other env must have been reset once); ``options`` as for send_reset."""
+        blob = self._options_blob(options)
         self._enter("reset")
         try:
             ids = self._check_ids(env_id)
@@ -601,7 +623,7 @@ class PyEnvPool:
                     raise RuntimeError(
                         f"env {e} has never been reset; a partial reset needs every other env reset once"
                     )
-            self._send_reset(ids, list(seeds) or None)
+            self._send_reset(ids, list(seeds) or None, options, blob)
             _, messages = self._collect(len(ids))
             if all_rows:
                 return self._result(ids, messages, sort=True, reset=ids)
@@ -860,15 +882,43 @@ class PyEnvPool:
                 self._check_workers(wait=0.5)
                 raise
 
-    def _send_reset(self, ids: np.ndarray, seeds: list[int | None] | None) -> None:
+    @staticmethod
+    def _options_blob(options: dict[str, Any] | None) -> bytes | None:
+        """Reset options pickled for the workers (None for no options or an empty dict, which need no message);
+        a TypeError before anything is sent if they cannot be pickled."""
+        if not options:
+            return None
+        import cloudpickle
+
+        try:
+            return cloudpickle.dumps(options, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise TypeError(
+                "the reset options cannot be pickled to be sent to the envs' worker processes: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _send_reset(
+        self, ids: np.ndarray, seeds: list[int | None] | None, options: dict[str, Any] | None, blob: bytes | None
+    ) -> None:
+        """Resets ``ids``; with options (``blob``: them pickled), each worker gets its envs' first, whole, on its
+        call pipe: it reads them there when it comes to the reset."""
         b = self._b
+        if blob is not None:
+            owner = self._worker_of[ids]
+            workers = np.unique(owner).tolist()
+            for w in workers:
+                targets = [(e, blob) for e in ids[owner == w].tolist()]
+                payload = pickle.dumps((RESET_OPTIONS, "", targets), pickle.HIGHEST_PROTOCOL)
+                self._call_out[w] += MESSAGE_HEADER.pack(0, len(payload)) + payload
+            self._write_calls(workers)
         if seeds is None:
             b.seeded[ids] = False
         else:
             for e, s in zip(ids.tolist(), seeds, strict=True):
                 b.seeded[e] = s is not None
                 b.seed[e] = 0 if s is None else s
-        b.op[ids] = OP_RESET
+        b.op[ids] = OP_RESET if options is None else OP_RESET_EMPTY if blob is None else OP_RESET_OPTIONS
         self._broken[ids] = False
         self._needs_reset[ids] = False
         self._dispatch(ids)
@@ -1139,7 +1189,8 @@ class PyEnvPool:
                     continue
                 msg = pickle.loads(blob)
                 if msg[0] == "init_error":
-                    kind = {"ValueError": ValueError, "TypeError": TypeError}.get(msg[1].split(":")[0], RuntimeError)
+                    kinds = {"ValueError": ValueError, "TypeError": TypeError, "AttributeError": AttributeError}
+                    kind = kinds.get(msg[1].split(":")[0], RuntimeError)
                     raise kind(f"making the envs of worker {w} failed: {msg[1]}\n\nworker traceback:\n{msg[2]}")
                 got[w] = msg
             waiting = [w for w in waiting if w not in got]

@@ -1,9 +1,11 @@
 """The worker process: owns envs ``lo..hi-1``, steps those the parent requests.
 
-Start-up: the worker makes its envs, checks that they share their spaces and sends the first one's
-spaces, metadata, spec and render mode to the parent over its side channel (so that no env constructor ever runs in
-the parent: one that crashes takes only its worker down). The parent compares the workers' spaces, sizes
-the shared mapping and sends the :class:`Layout` over the wake pipe; the worker maps it and says "ready".
+Start-up: the worker makes its envs and sends their spaces, and the first one's metadata, spec and render mode,
+to the parent over its side channel (so that no env constructor ever runs in the parent: one that crashes takes
+only its worker down). The parent checks every env's spaces against env 0's, sizes the shared mapping and sends
+the :class:`Layout` and the pool's spaces over the wake pipe; the worker maps it and says "ready". Every worker
+reads and writes its envs' values by the pool's spaces (env 0's), so that spaces that compare equal but list
+their Dict keys in another order, or that differ in bounds (``observation_mode="different"``), share one layout.
 
 Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
 writes an env's action row and op code, appends the env id to this worker's
@@ -48,7 +50,10 @@ from fastvec.pyenv.layout import (
     HAS_INFO,
     MESSAGE_HEADER,
     OP_RESET,
+    OP_RESET_EMPTY,
+    OP_STEP,
     REQ_HEAD,
+    RESET_OPTIONS,
     SHUTDOWN,
     Buffers,
     Layout,
@@ -88,18 +93,68 @@ def _loads(blob: bytes) -> Any:
     return cloudpickle.loads(blob)
 
 
-def _spaces_message(env: Any) -> bytes:
-    """What the parent needs of the first env: its spaces, metadata, spec and render mode (cloudpickled: a
-    spec's entry point may be a lambda; a spec that cannot be pickled at all is left out)."""
+def _spaces_message(envs: list, lo: int) -> bytes:
+    """What the parent needs of the envs: each env's spaces (per kind, the distinct spaces and the index of each
+    env's among them: a thousand envs of one image space send it once), and the first one's metadata, spec and
+    render mode (cloudpickled: a spec's entry point may be a lambda; a spec that cannot be pickled at all is left
+    out)."""
     import cloudpickle
 
+    spaces = {kind: _distinct([_declared_space(env, lo + k, kind) for k, env in enumerate(envs)]) for kind in _KINDS}
+    env = envs[0]
     metadata = dict(getattr(env, "metadata", None) or {})
     spec = getattr(env, "spec", None)
     render_mode = getattr(env, "render_mode", None)
+    obs, act = spaces["observation_space"], spaces["action_space"]
     try:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, spec, render_mode))
+        return cloudpickle.dumps(("spaces", obs, act, metadata, spec, render_mode))
     except Exception:
-        return cloudpickle.dumps(("spaces", env.observation_space, env.action_space, metadata, None, render_mode))
+        return cloudpickle.dumps(("spaces", obs, act, metadata, None, render_mode))
+
+
+_KINDS = ("observation_space", "action_space")
+
+
+def _distinct(spaces: list) -> tuple[list, list[int]]:
+    """The distinct spaces among ``spaces`` and, per space, the index of its own among them. Spaces are told apart
+    by their pickled bytes (== compares a Box's bounds with np.allclose: slow for images); two equal spaces that
+    pickle differently (one's sampler seeded) are both sent, and the parent compares them."""
+    distinct: list = []
+    index: list[int] = []
+    by_bytes: dict[bytes, int] = {}
+    for space in spaces:
+        try:
+            key: bytes | None = pickle.dumps(space, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # (cloudpickle sends it)
+            key = None
+        i = by_bytes.get(key) if key is not None else None
+        if i is None:
+            i = len(distinct)
+            distinct.append(space)
+            if key is not None:
+                by_bytes[key] = i
+        index.append(i)
+    return distinct, index
+
+
+def _declared_space(env: Any, e: int, kind: str) -> Any:
+    """Env ``e``'s ``kind`` (observation_space or action_space), which the pool needs to lay out its shared memory
+    (gymnasium's vector envs need both too); an AttributeError or TypeError naming the env otherwise."""
+    import gymnasium as gym
+
+    try:
+        space = getattr(env, kind)
+    except AttributeError as exc:
+        raise AttributeError(
+            f"env {e} ({type(env).__name__}) has no {kind} ({exc}): the Python-env pool needs each env's "
+            "observation_space and action_space, as gymnasium's vector envs do; set them in its __init__"
+        ) from None
+    if not isinstance(space, gym.spaces.Space):
+        raise TypeError(
+            f"env {e} ({type(env).__name__}) has {kind} {space!r}, a {type(space).__name__}: it must be a "
+            "gymnasium.spaces.Space"
+        )
+    return space
 
 
 def _get(env: Any, name: str) -> Any:
@@ -217,19 +272,12 @@ def run(
         env_fns = _loads(env_fns_blob)
         envs = [fn() for fn in env_fns]
         _refuse_shared_instances(envs, lo)
-        for k, env in enumerate(envs[1:], 1):
-            for kind in ("observation_space", "action_space"):
-                got, want = getattr(env, kind), getattr(envs[0], kind)
-                if got != want:
-                    raise ValueError(
-                        f"env {lo + k} has {kind} {got}, but env {lo} has {want}: every env of a pool must share "
-                        "its spaces"
-                    )
-        send_message(side_fd, key, _spaces_message(envs[0]))
-        layout = _receive_layout(wake_r)
-        if layout is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
+        send_message(side_fd, key, _spaces_message(envs, lo))
+        received = _receive_layout(wake_r)
+        if received is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
             _close_envs(envs)
             return
+        layout, obs_space, act_space = received[0], *_loads(received[1])
         mm = mmap.mmap(memfd.fd, layout.size)
         os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent
@@ -244,7 +292,8 @@ def run(
     buffers = Buffers(layout, mm)
     try:
         send_message(side_fd, key, pickle.dumps(("ready", os.getpid())))
-        _Worker(index, lo, envs, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
+        spaces = (obs_space, act_space)
+        _Worker(index, lo, envs, spaces, buffers, layout, wake_r, results_w, side_fd, call_r, config).loop()
     except (BrokenPipeError, ConnectionResetError):
         # The parent closed its ends of the pipes: it is closing the pool (close() with envs in flight) or it
         # died. Nobody is left to tell, and a traceback on the user's terminal would be noise: exit quietly.
@@ -273,9 +322,9 @@ def _refuse_shared_instances(envs: list, lo: int) -> None:
             )
 
 
-def _receive_layout(wake_r: Any) -> Layout | None:
-    """The layout the parent sends over the wake pipe once every worker has made its envs; None if the
-    parent closed the pipe or died instead."""
+def _receive_layout(wake_r: Any) -> tuple[Layout, bytes] | None:
+    """The layout and the pool's observation and action spaces (cloudpickled), which the parent sends over the wake
+    pipe once every worker has made its envs; None if the parent closed the pipe or died instead."""
     parent = parent_process()
     fds = [wake_r.fileno()] if parent is None else [wake_r.fileno(), parent.sentinel]
     while True:
@@ -303,6 +352,7 @@ class _Worker:
         index: int,
         lo: int,
         envs: list,
+        spaces: tuple[Any, Any],
         b: Buffers,
         layout: Layout,
         wake_r: Any,
@@ -320,12 +370,12 @@ class _Worker:
         self.call_fd = call_r.fileno()
         os.set_blocking(self.call_fd, False)
         self.call_buf = bytearray()  # what the call pipe held of requests not yet whole
+        self.reset_options: dict[int, bytes] = {}  # by env id: the pickled options of its next reset
         self.keep = (wake_r, results_w, call_r)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
         self.max_steps = config["max_episode_steps"] or 0
-        self.obs_space = envs[0].observation_space
-        self.act_space = envs[0].action_space
+        self.obs_space, self.act_space = spaces  # the pool's (env 0's): its layout's
         self.obs_leaves = list(zip(layout.obs, leaf_spaces(self.obs_space), strict=True))
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
         self.obs_shape = layout.obs[0].shape
@@ -408,6 +458,9 @@ class _Worker:
                 break
             kind, name, targets = pickle.loads(buf[header : header + size])
             del buf[: header + size]
+            if kind == RESET_OPTIONS:  # not a call: filed for the resets the parent sends next
+                self.reset_options.update(targets)
+                continue
             replies = [_call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
             send_message(self.side_fd, -1 - self.index, pickle.dumps((seq, replies), pickle.HIGHEST_PROTOCOL))
         return True
@@ -420,9 +473,15 @@ class _Worker:
         b.ended[e] = False
         where = "reset"  # what the env was asked to do, for an error's note
         try:
-            explicit = b.op[e] == OP_RESET
+            op = b.op[e]
+            explicit = op != OP_STEP
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
-                obs, info = env.reset(seed=int(b.seed[e]) if explicit and b.seeded[e] else None)
+                seed = int(b.seed[e]) if explicit and b.seeded[e] else None
+                if not explicit or op == OP_RESET:
+                    obs, info = env.reset(seed=seed)
+                else:
+                    options = {} if op == OP_RESET_EMPTY else self._take_reset_options(e)
+                    obs, info = env.reset(seed=seed, options=options)
                 self.elapsed[k] = 0
                 self.ret[k] = 0.0
                 self.needs_reset[k] = False
@@ -478,6 +537,19 @@ class _Worker:
                     exc_blob = None
                 message = ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc), where)
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+    def _take_reset_options(self, e: int) -> Any:
+        """Env ``e``'s options for the reset being processed (its own copy). The parent wrote them whole into the
+        call pipe before it sent the reset, so one read finds them; reading first also replaces options an
+        interrupted reset left here."""
+        if not self._serve_calls():
+            raise RuntimeError("the parent closed the call pipe")
+        fds = [self.call_fd] if self.parent_sentinel is None else [self.call_fd, self.parent_sentinel]
+        while e not in self.reset_options:  # (only if the parent wrote them in pieces: wait for the rest)
+            ready = wait_readable(fds, 1.0)
+            if self.parent_sentinel in ready or not self._serve_calls():
+                raise RuntimeError("the parent went away before it sent the reset options")
+        return pickle.loads(self.reset_options.pop(e))
 
     def _action(self, e: int) -> Any:
         if self.simple_act:
