@@ -74,7 +74,10 @@ class TianshouVectorEnv:
 
     @property
     def observation_space(self) -> list[Any]:
-        return [self.env.single_observation_space] * self.env_num
+        """Each env's own observation space (they may differ in bounds, as Tianshou's envs of several sizes do)."""
+        if self.env.entry is not None:  # native: one space for every env
+            return [self.env.single_observation_space] * self.env_num
+        return self.get_env_attr("observation_space")
 
     @property
     def spec(self) -> list[Any]:
@@ -366,6 +369,9 @@ def tianshou_venv(
     >>> obs, info = envs.reset()
     >>> obs, rew, terminated, truncated, info = envs.step(np.zeros(4, dtype=int))
     """
+    # Tianshou's venvs take envs whose observation spaces differ (its tests build envs of several sizes): so does
+    # the Python-env pool in gymnasium's "different" mode, batching them as env 0's when shape and dtype agree.
+    kwargs.setdefault("observation_mode", "different")
     mode = kwargs.pop("autoreset_mode", "same_step")
     if autoreset_mode_name(mode) != "same_step":
         raise ValueError(
