@@ -110,16 +110,21 @@ def autoreset_mode_name(mode: str | AutoresetMode) -> str:
 def reset_options(options: dict[str, Any] | None) -> tuple[Any, Any, dict[str, Any] | None]:
     """(reset_mask, env_id, the env's options) from reset()'s options: at most one of the first two is not None;
     the rest is what each env's ``reset(options=...)`` gets, as gymnasium's vector envs pass it on (None when
-    ``options`` is None; a new dict, the caller's is not changed)."""
+    ``options`` is None, or holds only ``env_id``; a new dict, the caller's is not changed)."""
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict (or None), got {type(options).__name__} {options!r}")
     if options is None:
         return None, None, None
-    env_options = dict(options)
+    env_options: dict[str, Any] | None = dict(options)
+    assert env_options is not None
     reset_mask = env_options.pop("reset_mask", None)
     ids = env_options.pop("env_id", None)
     if reset_mask is not None and ids is not None:
         raise ValueError("pass either options['reset_mask'] or options['env_id'], not both")
+    if ids is not None and not env_options:
+        # env_id is fastvec's own key, not gymnasium's: a reset of chosen envs with nothing else for them passes
+        # no options, as a reset of each on its own would (SB3's DummyVecEnv resets an env without options so).
+        env_options = None
     return reset_mask, ids, env_options
 
 

@@ -918,7 +918,7 @@ class VectorEnv(gym.vector.VectorEnv):
         row = np.empty(self.num_envs, dtype=np.intp)
         row[r.env_id] = np.arange(len(r.env_id))
         pick = row[ids]
-        return _rows(self.single_observation_space, r.obs, pick), {k: v[pick] for k, v in info.items()}
+        return _rows(self.single_observation_space, r.obs, pick), _info_rows_at(info, pick)
 
     def _info(self, r: _core.Result) -> dict[str, Any]:
         """A batch's info dict: the envs' own values (often none: a shared, empty mapping) and, in async mode,
@@ -952,6 +952,11 @@ class VectorEnv(gym.vector.VectorEnv):
                 # statistics (info itself has the new episode's).
                 info["final_info"], info["_final_info"] = {**stats, **(r.final_info or {})}, done
         return r.obs, r.reward, r.terminated, r.truncated, info
+
+
+def _info_rows_at(info: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
+    """The rows ``pick`` of a batched info dict (nested dicts, as gymnasium batches an env's dict values, too)."""
+    return {k: _info_rows_at(v, pick) if isinstance(v, Mapping) else v[pick] for k, v in info.items()}
 
 
 # The keys fastvec adds to a batch's info (not the envs' own).

@@ -189,10 +189,46 @@ def test_reset_consumes_options():
     env.set_options({})
     env.reset()
     env.set_options({"low": -0.1})
-    with pytest.raises(ValueError, match="reset options"):
+    with pytest.raises(ValueError, match="reset options"):  # a native env has no reset(options=...)
         env.reset()
     assert env._options == [{}] * N_ENVS
     env.reset()
+
+
+class OptionsEnv(gym.Env):
+    """Starts its observation at options["start"] (0 without options) and reports the options it got."""
+
+    observation_space = gym.spaces.Dict(
+        {"x": gym.spaces.Box(-100, 100, (2,), np.float32), "n": gym.spaces.Discrete(10)}
+    )
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        start = (options or {}).get("start", 0.0)
+        self.x = np.full(2, start, np.float32) + self.np_random.uniform(0, 1, 2).astype(np.float32)
+        return {"x": self.x, "n": 0}, {"options": dict(options) if options is not None else None}
+
+    def step(self, action):
+        self.x = self.x + action
+        return {"x": self.x, "n": 1}, 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("options", [{"start": 5.0}, [{"start": 1.0}, {}, {"start": 1.0}, {"start": -3.0}]])
+def test_set_options_reach_each_envs_reset_as_dummy_vec_envs(options):
+    ours = fastvec.sb3_vec([OptionsEnv] * 4)
+    theirs = DummyVecEnv([OptionsEnv] * 4)
+    for venv in (ours, theirs):
+        venv.seed(7)
+        venv.set_options(options)
+    got, want = ours.reset(), theirs.reset()
+    for key in ("x", "n"):
+        np.testing.assert_array_equal(got[key], want[key])
+    assert ours.reset_infos == theirs.reset_infos
+    assert ours._options == [{}] * 4
+    got, want = ours.reset(), theirs.reset()  # the options were used once
+    assert [i["options"] for i in ours.reset_infos] == [i["options"] for i in theirs.reset_infos] == [None] * 4
+    ours.close()
 
 
 def test_fresh_arrays_and_infos_that_do_not_alias():

@@ -69,12 +69,32 @@ class SB3VecEnv(VecEnv):
         options = self._options
         self._reset_seeds()
         self._reset_options()
-        if any(options):
-            raise ValueError(f"{self.env.label} takes no reset options, got {options[0]!r}")
         self._actions = None
-        obs, info = self.env.reset(seed=seeds)
-        self.reset_infos = info_rows(info, self.num_envs)
-        return obs
+        # Each env's options reach its reset(options=...), as DummyVecEnv passes them (none: no options). Envs
+        # with the same options are reset together; different ones, a group at a time (a partial reset each).
+        groups: list[tuple[dict[str, Any], list[int]]] = []
+        for i, opts in enumerate(options):
+            for given, ids in groups:
+                if given == opts:
+                    ids.append(i)
+                    break
+            else:
+                groups.append((opts, [i]))
+        if len(groups) == 1:
+            opts = groups[0][0]
+            obs, info = self.env.reset(seed=seeds, options=dict(opts) if opts else None)
+            self.reset_infos = info_rows(info, self.num_envs)
+            return obs
+        out: Any = None
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        for opts, ids in groups:
+            part, info = self.env.reset(
+                seed=None if seeds is None else [seeds[i] for i in ids], options={**opts, "env_id": ids}
+            )
+            out = _place(out, part, ids, self.num_envs)
+            for i, row in zip(ids, info_rows(info, len(ids)), strict=True):
+                self.reset_infos[i] = row
+        return out
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -199,3 +219,18 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
     args = (env_id,) if num_envs is None else (env_id, num_envs)
     kwargs["episode_stats"] = True  # Monitor's "episode" dicts are made from them
     return SB3VecEnv(make(*args, autoreset_mode="same_step", **kwargs), monitor=monitor)
+
+
+def _place(out: Any, part: Any, ids: list[int], n: int) -> Any:
+    """Writes the rows ``part`` (an array, or a dict/tuple of arrays) at rows ``ids`` of ``out`` (made for ``n``
+    envs on the first call, when ``out`` is None)."""
+    if isinstance(part, dict):
+        base = out or {}
+        return {k: _place(base.get(k), v, ids, n) for k, v in part.items()}
+    if isinstance(part, tuple):
+        base = out or (None,) * len(part)
+        return tuple(_place(b, v, ids, n) for b, v in zip(base, part, strict=True))
+    if out is None:
+        out = np.zeros((n, *part.shape[1:]), dtype=part.dtype)
+    out[ids] = part
+    return out
