@@ -16,6 +16,7 @@ import copy
 import multiprocessing
 import secrets
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -849,7 +850,19 @@ class VectorEnv(gym.vector.VectorEnv):
         self.close()
 
     def close_extras(self, **kwargs: Any) -> None:
+        """Closes the pool (``close()``'s ``timeout=`` and ``terminate=``, AsyncVectorEnv's, change nothing: it
+        returns promptly in any case). With a ``reset_async``/``step_async`` not waited for, warns as
+        AsyncVectorEnv does (after closing, so that warnings turned into errors leave it closed), but does not
+        wait for it; not after its wait timed out, where AsyncVectorEnv has forgotten the call."""
+        pending = AsyncState.DEFAULT if self._timed_out else self._waiting
+        self._abandon_pending()
         self._pool.close()
+        if pending is not AsyncState.DEFAULT:
+            warnings.warn(
+                f"Calling `close` while waiting for a pending call to `{pending.value}` to complete.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)
