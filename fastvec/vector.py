@@ -854,10 +854,10 @@ class VectorEnv(gym.vector.VectorEnv):
         returns promptly in any case). With a ``reset_async``/``step_async`` not waited for, warns as
         AsyncVectorEnv does (after closing, so that warnings turned into errors leave it closed), but does not
         wait for it; not after its wait timed out, where AsyncVectorEnv has forgotten the call."""
-        pending = AsyncState.DEFAULT if self._timed_out else self._waiting
+        pending = None if self._timed_out else self._waiting
         self._abandon_pending()
         self._pool.close()
-        if pending is not AsyncState.DEFAULT:
+        if pending is not None:
             warnings.warn(
                 f"Calling `close` while waiting for a pending call to `{pending.value}` to complete.",
                 UserWarning,

@@ -388,12 +388,6 @@ def test_already_closed_async_vector_env():
         env.reset()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="fastvec refuses envs whose spaces differ with a ValueError (the Python-env pool's worker, "
-    "fastvec/pyenv/worker.py, re-raised by fastvec/pyenv/pool.py), where AsyncVectorEnv raises RuntimeError",
-)
 def test_check_spaces_async_vector_env():
     """test_check_spaces_async_vector_env: envs whose spaces differ (CartPole and FrozenLake) are refused with a
     RuntimeError."""
@@ -457,12 +451,6 @@ def _raising_env():
     return GenericTestEnv(reset_func=raise_error_reset, step_func=raise_error_step)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="the Python-env pool's worker calls env.reset(seed=...) without options= (fastvec/pyenv/worker.py), "
-    "where AsyncVectorEnv's calls env.reset(seed=seed, options=options): a reset(self, seed, options) fails",
-)
 def test_async_vector_subenv_error_in_reset():
     """test_async_vector_subenv_error, its reset half: a clean reset warns of nothing; an env's exception in reset
     comes back with its type and message (the worker-shutdown warnings' text is AsyncVectorEnv's own; fastvec

@@ -162,13 +162,6 @@ def test_vecenv_custom_calls(vec_env_wrapper):
     vec_env.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="reset options do not reach the envs: SB3VecEnv.reset (fastvec/adapters/sb3.py) refuses them, as the "
-    "pools' resets take only reset_mask/env_id (fastvec/_args.py reset_options) and send no options to the "
-    "envs (fastvec/pyenv/)",
-)
 def test_vecenv_custom_calls_options():
     """test_vecenv_custom_calls, its reset options: ``set_options`` (one dict for all, or one per env) reaches each
     env's next reset only."""

@@ -78,11 +78,16 @@ def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
     )
 
 
+class SpacesDiffer(ValueError, RuntimeError):
+    """Envs whose spaces cannot share one batch: a ValueError, as fastvec refuses arguments that cannot work, and
+    the RuntimeError gymnasium's vector envs raise for it."""
+
+
 def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], observation_mode: str) -> None:
     """Checks that every env's spaces can share the layout of env 0's, as gymnasium's vector envs check them:
     action spaces equal; observation spaces equal (``observation_mode="same"``) or of one type, shape and dtype
-    (``"different"``, batched as env 0's). A TypeError for env 0's spaces the pool cannot lay out, a ValueError
-    naming the first env that differs and both spaces."""
+    (``"different"``, batched as env 0's). A TypeError for env 0's spaces the pool cannot lay out, a SpacesDiffer
+    (ValueError and RuntimeError) naming the first env that differs and both spaces."""
     for kind, space in (("observation_space", obs_spaces[0]), ("action_space", act_spaces[0])):
         try:
             leaves(space)
@@ -94,7 +99,7 @@ def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], obser
         obs, act = obs_spaces[e], act_spaces[e]
         if id(act) not in passed:
             if act != want_act:
-                raise ValueError(
+                raise SpacesDiffer(
                     f"env {e} has action_space {act}, but env 0 has {want_act}: every env of a pool must share its "
                     "action space (as in gymnasium's vector envs, whatever their observation_mode)"
                 )
@@ -102,13 +107,13 @@ def check_spaces(obs_spaces: list[gym.Space], act_spaces: list[gym.Space], obser
         if id(obs) in passed:
             continue
         if observation_mode == "same" and obs != want_obs:
-            raise ValueError(
+            raise SpacesDiffer(
                 f"env {e} has observation_space {obs}, but env 0 has {want_obs}: every env of a pool must share its "
                 "spaces with observation_mode='same' (the default, as gymnasium's); observation_mode='different' "
                 "takes observation spaces that differ in their bounds but share type, shape and dtype"
             )
         if observation_mode == "different" and not _same_layout(want_obs, obs):
-            raise ValueError(
+            raise SpacesDiffer(
                 f"env {e} has observation_space {obs}, but env 0 has {want_obs}: with observation_mode='different' "
                 "the envs' observation spaces must still share their type, shape and dtype (and Dict keys) to be "
                 "batched as env 0's"

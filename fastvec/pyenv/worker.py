@@ -477,8 +477,10 @@ class _Worker:
             explicit = op != OP_STEP
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
                 seed = int(b.seed[e]) if explicit and b.seeded[e] else None
-                if not explicit or op == OP_RESET:
-                    obs, info = env.reset(seed=seed)
+                if not explicit:  # an autoreset: as gymnasium's vector envs make it
+                    obs, info = env.reset()
+                elif op == OP_RESET:  # as gymnasium's vector envs call it, options and all
+                    obs, info = env.reset(seed=seed, options=None)
                 else:
                     options = {} if op == OP_RESET_EMPTY else self._take_reset_options(e)
                     obs, info = env.reset(seed=seed, options=options)
