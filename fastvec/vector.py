@@ -711,7 +711,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """Waits for the first ``batch_size`` envs to finish; ``info["env_id"]`` says which. Past ``timeout``
         seconds (None: no limit) a :class:`WaitTimeout` naming the envs that have not answered (in the Python-env
         pool); they stay in flight, and a later ``recv`` takes them."""
-        if self._waiting is not None:
+        if self._waiting is not None:  # (self._receive, inlined: hot)
             self._refuse_pending("recv")
         try:
             r = self._pool.recv(timeout)
@@ -729,22 +729,21 @@ class VectorEnv(gym.vector.VectorEnv):
         returns those that have finished, at least one: Tianshou's ``timeout``, as its ``SubprocVectorEnv``
         returns the envs ready by then. (The native pool's envs never block: it returns a whole batch, or the
         envs in flight when they are fewer than ``rows`` and ``batch_size``.)"""
-        if self._waiting is not None:
-            self._refuse_pending("recv_ready")
-        try:
-            r = self._pool.recv_ready(rows, timeout)
-        except RuntimeError:
-            self._check_open()
-            raise
-        return self._result(r)
+        return self._receive("recv_ready", lambda: self._pool.recv_ready(rows, timeout))
 
     def recv_rest(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
         (after sending only some) and returns their rows; ``timeout`` as :meth:`recv`'s."""
+        return self._receive("recv_rest", lambda: self._pool.recv_rest(timeout))
+
+    def _receive(
+        self, call: str, take: Callable[[], _core.Result]
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """``take()``'s batch as :meth:`recv` returns it, with recv's checks and errors (which it has inlined: hot)."""
         if self._waiting is not None:
-            self._refuse_pending("recv_rest")
+            self._refuse_pending(call)
         try:
-            r = self._pool.recv_rest(timeout)
+            r = take()
         except TimeoutError as e:
             raise WaitTimeout(str(e)) from None
         except RuntimeError:
