@@ -518,11 +518,16 @@ class VectorEnv(gym.vector.VectorEnv):
         reset_mask, ids, env_options = reset_options(options)
         if reset_mask is not None or ids is not None:
             return self._partial_reset(seed, reset_mask, ids, env_options)
+        self._send_full_reset(seed, env_options)
+        return self._reset_rows(None)
+
+    def _send_full_reset(self, seed: Seed, env_options: dict[str, Any] | None) -> None:
+        """Starts a reset of every env (what reset(), reset_async() and async_reset() share): drops what is in
+        flight, then sends the reset with its seeds and the envs' options."""
         seeds = self._seeds(seed, self._all_ids)
         self._pool.drain()
         self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
-        return self._reset_rows(None)
 
     def _reset_rows(self, timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Every env's row of the reset in flight, in env order; past ``timeout`` a :class:`WaitTimeout`, the
@@ -556,11 +561,7 @@ class VectorEnv(gym.vector.VectorEnv):
             self._refuse_pending("step")
         if env_id is None:
             if self.batch_size != self.num_envs:
-                self._check_open()
-                raise ValueError(
-                    "step(actions) without env_id steps every env and needs batch_size == num_envs; "
-                    "in async mode use send(actions, env_id) and recv()"
-                )
+                self._refuse_step_of_every_env("step(actions) without env_id")
             try:
                 r = self._pool.step(actions)
             except RuntimeError as exc:
@@ -593,10 +594,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if reset_mask is not None or ids is not None:
             self._reset_done = self._partial_reset(seed, reset_mask, ids, env_options)
         else:
-            seeds = self._seeds(seed, self._all_ids)
-            self._pool.drain()
-            self._pool.send_reset(None, seeds, env_options)
-            self._reset_sent(self._all_ids, seeds)
+            self._send_full_reset(seed, env_options)
         self._waiting = AsyncState.WAITING_RESET
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
@@ -627,10 +625,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if self._waiting is not None:
             self._refuse_pending("step_async")
         if self.batch_size != self.num_envs:
-            raise ValueError(
-                "step_async(actions) steps every env and needs batch_size == num_envs; "
-                "in async mode use send(actions, env_id) and recv()"
-            )
+            self._refuse_step_of_every_env("step_async(actions)")
         try:
             self._pool.send(actions, None)
         except RuntimeError as exc:
@@ -659,6 +654,14 @@ class VectorEnv(gym.vector.VectorEnv):
         exception if it has one (the caller re-raises ``exc`` otherwise)."""
         self._check_open()
         self._pool.refused(exc, env_id)
+
+    def _refuse_step_of_every_env(self, call: str) -> None:
+        """``call`` steps every env: an async pool (batch_size < num_envs) steps some at a time."""
+        self._check_open()
+        raise ValueError(
+            f"{call} steps every env and needs batch_size == num_envs; in async mode use send(actions, env_id) "
+            "and recv()"
+        )
 
     def _abandon_pending(self) -> None:
         """Forgets the pending call whose wait timed out (what it left in flight is drained by the caller)."""
@@ -692,10 +695,7 @@ class VectorEnv(gym.vector.VectorEnv):
             self._pool.send_reset(ids, seeds, env_options)
             self._reset_sent(ids.tolist(), seeds)
             return
-        seeds = self._seeds(seed, self._all_ids)
-        self._pool.drain()
-        self._pool.send_reset(None, seeds, env_options)
-        self._reset_sent(self._all_ids, seeds)
+        self._send_full_reset(seed, env_options)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Queues one step of each env in ``env_id`` (all envs if None) and returns at once."""
