@@ -304,6 +304,7 @@ class NativePool(_core.Pool):
         anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
         checked and has nothing to cut short."""
         check_timeout(timeout)
+        rows = check_int("rows", rows, 1)
         return self.recv() if rows >= self.batch_size else self.recv_rest()
 
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
@@ -713,6 +714,8 @@ class VectorEnv(gym.vector.VectorEnv):
         pool); they stay in flight, and a later ``recv`` takes them."""
         if self._waiting is not None:  # (self._receive, inlined: hot)
             self._refuse_pending("recv")
+        if timeout is not None:  # checked here, for both pools' words (the native binding's would be pybind11's)
+            timeout = check_timeout(timeout)
         try:
             r = self._pool.recv(timeout)
         except TimeoutError as e:
@@ -734,6 +737,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def recv_rest(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """In async mode, waits for the envs still in flight when they are fewer than ``batch_size``
         (after sending only some) and returns their rows; ``timeout`` as :meth:`recv`'s."""
+        timeout = check_timeout(timeout)  # (as recv does, for both pools' words)
         return self._receive("recv_rest", lambda: self._pool.recv_rest(timeout))
 
     def _receive(

@@ -193,3 +193,15 @@ def test_result_is_made_from_its_fields_in_order():
         _core.Result((1, 2))
     with pytest.raises(TypeError, match="fields must be a sequence"):
         _core.Result(3)
+
+
+def test_a_bad_timeout_gets_the_same_words_and_the_pool_goes_on(async_pools):
+    for env in async_pools.values():
+        env.async_reset()
+    for timeout, error, match in [
+        ("1", TypeError, r"timeout must be None or a number of seconds, got str '1'"),
+        (-1.0, ValueError, r"timeout must be None or a finite number of seconds >= 0, got -1.0"),
+    ]:
+        same_error({b: lambda e=e, t=timeout: e.recv(timeout=t) for b, e in async_pools.items()}, error, match)
+    for env in async_pools.values():
+        assert len(env.recv(timeout=10)[1]) == 2
