@@ -3,11 +3,14 @@ and SubprocVecEnv (over gymnasium's envs, as make_vec_env / make_atari_env + Vec
 them), and the fraction of the training loop spent in the vector env.
 
     python benchmarks/bench_sb3.py --seconds 10 --reps 3 --num-envs 8 --envs CartPole-v1 Pong-v5
+    python benchmarks/bench_sb3.py --envs Pong-v5 --torch-threads default   # learner and pool share the cores
 
 CartPole: PPO with rl-zoo's settings (n_steps=32, batch_size=256, n_epochs=20, MlpPolicy 64x64).
 Pong: PPO CnnPolicy with rl-zoo's Atari settings (n_steps=128, batch_size=256, n_epochs=4); every
 contender does the same Atari work (fastvec.bench.runners.ATARI: sticky actions 0.25, noops, frame skip 4,
-84x84 gray, 4 frames). torch on one thread. PPO learns in rollout-sized chunks for --seconds per
+84x84 gray, 4 frames). torch on one thread, or with --torch-threads default at torch's own count (one per
+core: the learner and the pool then share the cores, as they do when a user trains). fastvec runs at its
+default threads (which adapt to the load) and at num_threads=1. PPO learns in rollout-sized chunks for --seconds per
 measurement; env time is the time spent in the VecEnv's reset/step_async/step_wait. Contenders are
 interleaved and the median and min-max of --reps repetitions reported, as env steps/s.
 """
@@ -52,9 +55,12 @@ class EnvTimer(VecEnvWrapper):
         return out
 
 
+CONTENDERS = ("fastvec", "fastvec-t1", "DummyVecEnv", "SubprocVecEnv")
+
+
 def make(env_id: str, contender: str, num_envs: int):
-    if contender == "fastvec":
-        return fastvec.sb3_vec(env_id, num_envs, seed=0, num_threads=1 if env_id == "CartPole-v1" else None)
+    if contender.startswith("fastvec"):
+        return fastvec.sb3_vec(env_id, num_envs, seed=0, num_threads=1 if contender == "fastvec-t1" else None)
     if env_id != "CartPole-v1":  # SB3's Atari pipeline, the same work as fastvec's defaults
         return make_sb3(env_id, num_envs, contender == "SubprocVecEnv").env
     cls = {"DummyVecEnv": DummyVecEnv, "SubprocVecEnv": SubprocVecEnv}[contender]
@@ -111,9 +117,15 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--num-envs", type=int, nargs="+", default=[8])
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1"], choices=["CartPole-v1", "Pong-v5"])
+    parser.add_argument(
+        "--torch-threads", default="1", help="torch's intra-op threads: a number, or 'default' (torch's own choice)"
+    )
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    contenders = ["fastvec", "DummyVecEnv", "SubprocVecEnv"]
+    if args.torch_threads != "default":
+        torch.set_num_threads(int(args.torch_threads))
+    contenders = args.contenders
+    print(f"torch threads: {torch.get_num_threads()} ({args.torch_threads})")
     print("| env | num_envs | contender | PPO steps/s | env time / loop time |")
     print("|---|---:|---|---:|---:|")
     for env_id in args.envs:

@@ -194,6 +194,7 @@ def make(
     check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
+    adapt_threads = num_threads is None  # the default count is a ceiling the pool adapts to the load (ThreadTuner)
     if num_threads is None:
         # Async: a caller waiting in recv() steps queued envs itself, so one worker fewer than the cores
         # fills them (and leaves the caller a core for its policy); sync: the caller is one of num_threads.
@@ -223,6 +224,7 @@ def make(
         secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
         options,
         string_options,
+        adapt_threads=adapt_threads,
         entry=entry,
         keywords={**entry.options, **env_kwargs},
         max_episode_steps=max_episode_steps or None,
@@ -254,11 +256,16 @@ class NativePool(_core.Pool):
     name) and raises an AttributeError naming the env for the rest; nothing can be set."""
 
     def __init__(
-        self, *pool_args: Any, entry: EnvEntry, keywords: dict[str, Any], max_episode_steps: int | None
+        self,
+        *pool_args: Any,
+        adapt_threads: bool = False,
+        entry: EnvEntry,
+        keywords: dict[str, Any],
+        max_episode_steps: int | None,
     ) -> None:
         """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
         its episode limit, for its spec."""
-        super().__init__(*pool_args)
+        super().__init__(*pool_args, adapt_threads=adapt_threads)
         spec = self.spec()
         self.label = f"fastvec's native {entry.id}"
         self.single_observation_space = _space("obs", spec)
@@ -480,6 +487,13 @@ class VectorEnv(gym.vector.VectorEnv):
     @property
     def autoreset_mode(self) -> AutoresetMode:
         return self._mode
+
+    @property
+    def active_threads(self) -> int:
+        """How many of ``num_threads`` step envs now. With the default ``num_threads`` a native pool adapts it to
+        the machine's load (it steps on fewer threads while other processes take cores and that is faster);
+        otherwise it is ``num_threads``."""
+        return getattr(self._pool, "active_threads", self.num_threads)
 
     @property
     def episode_stats(self) -> bool:

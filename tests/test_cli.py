@@ -130,12 +130,55 @@ def test_bench_json_on_stdout(tmp_path):
     assert doc["envs"]["CartPole-v1"]["results"]["2"]["fastvec"]["status"] == "ok"
 
 
+def test_bench_contention_runs_a_busy_loop_beside_the_contenders(tmp_path):
+    run = fastvec_cli(
+        "bench",
+        "--quick",
+        "--num-envs",
+        "2",
+        "--seconds",
+        "0.3",
+        "--contenders",
+        "fastvec",
+        "--contention",
+        "--out",
+        str(tmp_path),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["contention"] == 1
+    assert doc["envs"]["CartPole-v1"]["results"]["2"]["fastvec"]["status"] == "ok"
+    # The busy loop is the run's own load, not another process's: the run is not reported busy for it.
+    assert (tmp_path / "results.md").read_text().count("one CPU-bound process (a busy loop) ran beside") == 1
+
+
+def test_busy_loops_take_a_core_while_they_run_and_are_gone_after():
+    import time
+
+    from fastvec.bench.machine import BusyLoops, CpuShare, process_tree
+
+    def user_ticks(pid: int) -> int:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[11])
+
+    with BusyLoops(1):
+        (loop,) = [pid for pid, _ in process_tree(os.getpid()) if pid != os.getpid()]
+        share, ticks = CpuShare(), user_ticks(loop)
+        time.sleep(0.5)
+        assert user_ticks(loop) - ticks > 0.2 * os.sysconf("SC_CLK_TCK")  # it computes, on a core of its own
+        assert (share.other() or 0) < 0.25  # and counts as the run's own CPU, not as a busy machine
+    assert not os.path.exists(f"/proc/{loop}")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["bench", "--contenders", "fastvec", "subprocvecenv"], "unknown contender(s) subprocvecenv"),
         (["bench", "--frobnicate"], "unrecognized arguments: --frobnicate"),
         (["bench", "--seconds", "0"], "--seconds must be > 0"),
+        (["bench", "--contention", "-1"], "--contention >= 0"),
         (["bench", "--num-envs", "x"], "invalid int value"),
         (["benchmark"], "unknown command 'benchmark'"),
     ],

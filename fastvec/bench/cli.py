@@ -12,6 +12,7 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --quick                            # under a minute
     fastvec bench --envs CartPole-v1 --num-envs 8 4096 --contenders 'fastvec*' 'envpool*'
     fastvec bench --out results/ --json              # also results/bench.json and results/bench.png
+    fastvec bench --contention                       # the same with one core taken by a busy loop
 """
 
 from __future__ import annotations
@@ -118,6 +119,16 @@ def make_parser() -> argparse.ArgumentParser:
         default="fastvec-bench",
         help="where results.md, results.json and one PNG per env go (default: ./fastvec-bench)",
     )
+    p.add_argument(
+        "--contention",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="N",
+        help="run with N CPU-bound processes (a busy loop each) beside the contenders, as a learner or another "
+        "job would share the cores in training (default 0; without N: 1, one core taken)",
+    )
     p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
     return p
 
@@ -132,8 +143,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.seconds = args.seconds if args.seconds is not None else (0.3 if quick else 2.0)
     args.reps = args.reps if args.reps is not None else (1 if quick else 3)
     args.memory = (not quick) if args.memory is None else args.memory
-    if args.seconds <= 0 or args.reps < 1 or min(args.num_envs) < 1:
-        p.error("--seconds must be > 0, --reps >= 1 and every --num-envs >= 1")
+    if args.seconds <= 0 or args.reps < 1 or min(args.num_envs) < 1 or args.contention < 0:
+        p.error("--seconds must be > 0, --reps >= 1, every --num-envs >= 1 and --contention >= 0")
     if args.warmup is None:
         args.warmup = min(0.5, args.seconds / 4)
     unknown = [pat for pat in args.contenders if not select(CONTENDERS, [pat])]
@@ -141,6 +152,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"unknown contender(s) {', '.join(unknown)}; contenders are: {', '.join(c.key for c in CONTENDERS)}")
     args.chosen = select(CONTENDERS, args.contenders)
     return args
+
+
+def contention_text(count: int) -> str:
+    """What --contention ran beside the contenders, in words."""
+    return "one CPU-bound process (a busy loop)" if count == 1 else f"{count} CPU-bound processes (busy loops)"
 
 
 def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
@@ -234,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     t0 = time.perf_counter()
-    results = run(args)
+    with machine.BusyLoops(args.contention):
+        results = run(args)
     elapsed = time.perf_counter() - t0
     load = monitor.finish()
 
@@ -242,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# fastvec bench: env steps/s, median [min-max] of {args.reps} x {args.seconds:g} s",
         "",
+        *(
+            [f"Shared cores: {contention_text(args.contention)} ran beside every contender (--contention).", ""]
+            if args.contention
+            else []
+        ),
         f"command: `{command}`",
         "",
     ]
@@ -249,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": command,
         "seconds": args.seconds,
         "reps": args.reps,
+        "contention": args.contention,
         "machine": here,
         "load": load,
         "wall_seconds": elapsed,

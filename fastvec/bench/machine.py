@@ -9,6 +9,7 @@ import os
 import platform
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -117,6 +118,32 @@ class CpuShare:
         wall = time.perf_counter() - self._wall
         other = (machine - self._machine) - (_own_user_cpu() - self._own)
         return max(0.0, other) / (wall * (os.cpu_count() or 1))
+
+
+class BusyLoops:
+    """``count`` CPU-bound processes (a Python busy loop each) for the duration of a ``with`` block: the cores a
+    learner, a second runner or another job would take while the pool steps (``fastvec bench --contention``).
+
+    They are this process's children, so CpuShare counts them as the run's own CPU, not as a busy machine.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> BusyLoops:
+        for _ in range(self.count):
+            self._procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        if self._procs:
+            time.sleep(0.2)  # running before the first measurement
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self._procs:
+            p.kill()
+        for p in self._procs:
+            p.wait()
+        self._procs.clear()
 
 
 class LoadMonitor:

@@ -424,6 +424,20 @@ CONTENDERS = [
         lambda e, n: make_fastvec(e, n, None, True),
         needs_batch=True,
     ),
+    Contender(
+        "fastvec-async-t1",
+        "fastvec async, num_threads=1",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, 1, True),
+        needs_batch=True,
+    ),
+    Contender(
+        "fastvec-async-t2",
+        "fastvec async, num_threads=2",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, 2, True),
+        needs_batch=True,
+    ),
     Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec", make_fastvec_python),
     Contender(
         "gym-numpy",

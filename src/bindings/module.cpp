@@ -144,7 +144,8 @@ class NativePool {
  public:
   NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
-         const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options) {
+         const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options,
+         bool adapt_threads, int initial_threads) {
     auto it = native_envs().find(env);
     if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
@@ -155,6 +156,8 @@ class NativePool {
     cfg.max_episode_steps = max_episode_steps;
     cfg.autoreset_mode = parse_mode(autoreset_mode);
     cfg.seed = seed;
+    cfg.adapt_threads = adapt_threads;
+    cfg.initial_threads = initial_threads;
     const core::Options opts(it->second.options, options, string_options);  // checks names, kinds, ranges
     pool_ = without_gil([&] { return it->second.make(cfg, opts); });
     // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
@@ -205,6 +208,7 @@ class NativePool {
   int num_envs() const { return pool_->num_envs(); }
   int batch_size() const { return pool_->batch_size(); }
   int num_threads() const { return pool_->num_threads(); }
+  int active_threads() const { return pool_->active_threads(); }
   int block_size() const { return pool_->block_size(); }
   bool closed() const { return pool_->closed(); }
 
@@ -626,14 +630,15 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<NativePool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
-                    const std::map<std::string, double>&, const std::map<std::string, std::string>&>(),
+                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
-           py::arg("string_options"))
+           py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0)
       .def("spec", &NativePool::spec)
       .def_property_readonly("num_envs", &NativePool::num_envs)
       .def_property_readonly("batch_size", &NativePool::batch_size)
       .def_property_readonly("num_threads", &NativePool::num_threads)
+      .def_property_readonly("active_threads", &NativePool::active_threads)
       .def_property_readonly("block_size", &NativePool::block_size)
       .def_property_readonly("closed", &NativePool::closed)
       .def("step", &NativePool::step, py::arg("actions"))

@@ -52,6 +52,7 @@
 #include "rng.hpp"
 #include "spec.hpp"
 #include "task_queue.hpp"
+#include "thread_tuner.hpp"
 
 namespace fastvec::core {
 
@@ -99,6 +100,7 @@ class Pool final : public PoolBase {
   int num_envs() const override { return cfg_.num_envs; }
   int batch_size() const override { return cfg_.batch_size; }
   int num_threads() const override { return cfg_.num_threads; }
+  int active_threads() const override { return active_threads_.load(std::memory_order_relaxed); }
   int block_size() const override { return block_size_; }
   AutoresetMode autoreset_mode() const override { return cfg_.autoreset_mode; }
 
@@ -365,14 +367,16 @@ class Pool final : public PoolBase {
   void start_workers() {
     const int threads = std::min(cfg_.num_threads, num_blocks_);
     const int workers = sync_ ? threads - 1 : threads;
-    // A caller waiting in recv steps queued blocks itself when that uses a core
-    // the workers leave free: always in sync mode (it is one of num_threads),
-    // in async mode only if the workers are fewer than the cores. A third
-    // thread on two cores would only take turns with the workers.
-    caller_steps_ = sync_ || workers < available_cpus();
+    cpus_ = available_cpus();
+    // With adapt_threads, ThreadTuner chooses how many of them step (in sync
+    // mode the caller is one; an async pool keeps at least one worker).
+    const bool adapt = cfg_.adapt_threads;
+    tuner_ = ThreadTuner(adapt ? 1 : threads, threads,
+                         adapt && cfg_.initial_threads > 0 ? std::min(cfg_.initial_threads, threads) : threads);
+    use_threads(tuner_.active());
     try {
       workers_.reserve(workers);
-      for (int t = 0; t < workers; ++t) workers_.emplace_back([this] { worker_loop(); });
+      for (int t = 0; t < workers; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
     } catch (const std::exception& e) {
       const size_t started = workers_.size();
       close();
@@ -384,8 +388,29 @@ class Pool final : public PoolBase {
     }
   }
 
-  void worker_loop() {
-    for (int b; (b = queue_.pop()) >= 0;) envs_.run(b, ring_);
+  void worker_loop(int id) {
+    for (int b; (b = queue_.pop(id)) >= 0;) envs_.run(b, ring_);
+  }
+
+  // Called by the caller thread: `threads` of the pool's threads step blocks
+  // from the next dispatch on (sync: the caller and threads - 1 workers).
+  void use_threads(int threads) {
+    allowed_workers_ = sync_ ? threads - 1 : threads;
+    // A caller waiting in recv steps queued blocks itself when that uses a core
+    // the workers leave free: always in sync mode (it is one of num_threads),
+    // in async mode only if the stepping workers are fewer than the cores. A
+    // third thread on two cores would only take turns with the workers.
+    caller_steps_ = sync_ || allowed_workers_ < cpus_;
+    queue_.set_allowed(allowed_workers_);
+    active_threads_.store(threads, std::memory_order_relaxed);
+  }
+
+  // The process's involuntary context switches so far: how often the OS took
+  // a core from one of its threads (ThreadTuner's sign of shared cores).
+  static int64_t preemptions() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_nivcsw;
   }
 
   void check_open() const {
@@ -446,7 +471,7 @@ class Pool final : public PoolBase {
     if (ready_.empty()) return;
     // In sync mode the caller steps blocks itself while it waits in recv, so
     // it wakes one worker fewer; with one block (or no workers) it wakes none.
-    const int wake = static_cast<int>(ready_.size()) - (sync_ ? 1 : 0);
+    const int wake = std::min(static_cast<int>(ready_.size()) - (sync_ ? 1 : 0), allowed_workers_);
     queue_.push(ready_.begin(), ready_.end(), wake);
   }
 
@@ -524,6 +549,13 @@ class Pool final : public PoolBase {
       for (int r = 0; r < rows; ++r) state_[ids[r]] = State::kIdle;
     }
     if (rows < cfg_.batch_size) ring_.realign();  // recv_rest: nothing is in flight
+    if (tuner_.enabled()) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+      const int threads = tuner_.on_call(rows, now, preemptions);
+      if (threads != active_threads()) use_threads(threads);
+    }
     envs_.rethrow_env_error(*out, rows, cfg_.num_envs);
     return out;
   }
@@ -538,7 +570,14 @@ class Pool final : public PoolBase {
   const bool sync_;
   const BatchLayout layout_;
   const bool memory_checked_;  // check_memory() ran (before the members below allocate)
-  bool caller_steps_ = true;   // set once in start_workers()
+  int cpus_ = 1;               // set once in start_workers()
+
+  // Caller-owned, set by use_threads(): how many workers step, whether the
+  // caller steps while it waits, and the tuner that chooses them.
+  bool caller_steps_ = true;
+  int allowed_workers_ = 0;
+  ThreadTuner tuner_{1, 1, 1};
+  std::atomic<int> active_threads_{1};  // the caller's choice, readable from any thread (Python's property)
 
   BlockStepper<E> envs_;
   ResultRing ring_;

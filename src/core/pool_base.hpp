@@ -34,6 +34,8 @@ struct PoolConfig {
   int max_episode_steps = 0;  // 0: no truncation
   AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
   uint64_t seed = 0;    // base seed; env i uses env_rng(seed, i)
+  bool adapt_threads = false;  // let ThreadTuner choose how many of num_threads step (the default's way)
+  int initial_threads = 0;     // with adapt_threads, how many step at first (0: num_threads)
 };
 
 // Raised for calls that are invalid in the pool's current state (recv
@@ -63,6 +65,7 @@ class PoolBase {
   virtual int num_envs() const = 0;
   virtual int batch_size() const = 0;
   virtual int num_threads() const = 0;
+  virtual int active_threads() const = 0;  // how many of num_threads step now
   virtual int block_size() const = 0;
   virtual AutoresetMode autoreset_mode() const = 0;
 

@@ -2,7 +2,8 @@
 // The queue of blocks waiting to be stepped. Producers: the caller thread
 // (send). Consumers: the worker threads, and the caller thread itself while it
 // waits in recv (it steals work rather than sleep). Thread-safe; owns nothing
-// but block indices.
+// but block indices. Workers are numbered 0..; only the first allowed() take
+// tasks, the others sleep apart until allowed again (ThreadTuner's choice).
 
 #include <algorithm>
 #include <atomic>
@@ -28,8 +29,21 @@ class TaskQueue {
   // its env state stays in that core's cache.
   explicit TaskQueue(bool workers_from_back = false) : workers_from_back_(workers_from_back) {}
 
+  // Called by the caller thread: workers 0 .. k-1 take tasks from now on;
+  // the others finish the task they hold and park.
+  void set_allowed(int k) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (allowed_.load(std::memory_order_relaxed) == k) return;
+      allowed_.store(k, std::memory_order_release);
+    }
+    cv_.notify_all();
+    parked_cv_.notify_all();
+  }
+
   // Called by the caller thread. Wakes at most `wake` sleeping workers
-  // (a caller that will run one task itself asks for one fewer).
+  // (a caller that will run one task itself asks for one fewer); parked
+  // workers sleep on their own condition variable and are never woken here.
   template <class It>
   void push(It first, It last, int wake) {
     int n = 0;
@@ -49,23 +63,31 @@ class TaskQueue {
     return pop_locked(false);
   }
 
-  // Called by worker threads. Spins briefly (a step loop refills the queue
+  // Called by worker `id`. Spins briefly (a step loop refills the queue
   // within microseconds), then sleeps. Returns -1 once closed.
-  int pop() {
-    for (int spin = 0; spin < kSpins; ++spin) {
+  int pop(int id) {
+    for (int spin = 0; spin < kSpins && id < allowed_.load(std::memory_order_acquire); ++spin) {
       if (closed_.load(std::memory_order_acquire)) return -1;
       if (size_.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> lock(mu_);
-        const int t = pop_locked(workers_from_back_);
+        const int t = id < allowed_.load(std::memory_order_relaxed) ? pop_locked(workers_from_back_) : -1;
         if (t >= 0) return t;
       }
       cpu_relax();
     }
     std::unique_lock<std::mutex> lock(mu_);
-    sleepers_.fetch_add(1, std::memory_order_acq_rel);
-    cv_.wait(lock, [&] { return closed_.load(std::memory_order_acquire) || !tasks_.empty(); });
-    sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-    return pop_locked(workers_from_back_);
+    for (;;) {
+      if (closed_.load(std::memory_order_relaxed)) return -1;
+      if (id >= allowed_.load(std::memory_order_relaxed)) {
+        parked_cv_.wait(lock);
+      } else if (tasks_.empty()) {
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
+        cv_.wait(lock);
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+      } else {
+        return pop_locked(workers_from_back_);
+      }
+    }
   }
 
   // Drops queued tasks and wakes every worker; pop() returns -1 from now on.
@@ -77,6 +99,7 @@ class TaskQueue {
       size_.store(0, std::memory_order_release);
     }
     cv_.notify_all();
+    parked_cv_.notify_all();
   }
 
  private:
@@ -97,11 +120,13 @@ class TaskQueue {
   }
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;         // workers allowed to take tasks sleep here
+  std::condition_variable parked_cv_;  // the others here
   std::deque<int> tasks_;            // guarded by mu_
   std::atomic<int> size_{0};         // mirror of tasks_.size() for lock-free peeks
   std::atomic<int> sleepers_{0};     // workers blocked in cv_.wait
   std::atomic<bool> closed_{false};
+  std::atomic<int> allowed_{1 << 30};  // written under mu_; read without it only to stop spinning
   const bool workers_from_back_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "core/options.hpp"
 #include "core/pool.hpp"
+#include "core/thread_tuner.hpp"
 #include "envs/atari/divide.hpp"
 #include "envs/classic_control/cartpole.hpp"
 #include "envs/fast_math.hpp"
@@ -50,8 +51,11 @@ static void test_sincos_matches_libm() {
 
 // Steps a CartPole pool with a fixed action pattern and returns every
 // observation, ordered by env, for determinism checks.
-static std::vector<float> run_cartpole(int num_envs, int batch_size, int threads, int block, int steps) {
+static std::vector<float> run_cartpole(int num_envs, int batch_size, int threads, int block, int steps,
+                                       bool adapt = false) {
   core::PoolConfig cfg;
+  cfg.adapt_threads = adapt;
+  cfg.initial_threads = 1;  // (with adapt) the tuner probes up, and back, while the pool runs
   cfg.num_envs = num_envs;
   cfg.batch_size = batch_size;
   cfg.num_threads = threads;
@@ -92,6 +96,10 @@ static void test_determinism_across_threads_blocks_and_async() {
   CHECK(run_cartpole(16, 16, 3, 1, 120) == ref);
   CHECK(run_cartpole(16, 4, 2, 2, 120) == ref);
   CHECK(run_cartpole(16, 8, 4, 1, 120) == ref);
+  // Long enough (~0.4 s) for the thread tuner to change the count of threads that step, both ways.
+  const std::vector<float> long_ref = run_cartpole(16, 16, 1, 16, 40000);
+  CHECK(run_cartpole(16, 16, 2, 1, 40000, true) == long_ref);
+  CHECK(run_cartpole(16, 4, 2, 1, 40000, true) == long_ref);
 }
 
 static void test_usage_errors() {
@@ -179,12 +187,73 @@ static void test_options_follow_the_table() {
   CHECK(undeclared);
 }
 
+// Drives a ThreadTuner through `calls` calls of 10 ms each, on a machine
+// where `rate(k)` env steps a second come from k threads and the process is
+// preempted `preempted_per_s` times a second. Returns the share of calls
+// run at each count (index k), and the tuner's last count.
+template <class Rate>
+static std::vector<double> run_tuner(core::ThreadTuner& tuner, int calls, Rate&& rate, double preempted_per_s,
+                                     int64_t& now_ns, double& preempted) {
+  std::vector<double> share(8, 0.0);
+  int k = tuner.active();
+  for (int c = 0; c < calls; ++c) {
+    now_ns += 10'000'000;
+    preempted += preempted_per_s * 0.01;
+    share[k] += 1.0 / calls;
+    k = tuner.on_call(static_cast<int64_t>(rate(k) * 0.01), now_ns, [&] { return static_cast<int64_t>(preempted); });
+  }
+  return share;
+}
+
+static void test_thread_tuner_follows_the_throughput() {
+  int64_t now = 0;
+  double preempted = 0;
+  // A fixed count never moves.
+  core::ThreadTuner fixed(2, 2, 2);
+  CHECK(!fixed.enabled());
+  CHECK(run_tuner(fixed, 1000, [](int k) { return k == 1 ? 2e6 : 1e6; }, 500, now, preempted)[2] > 0.999999);
+
+  // Idle machine (no preemptions): 2 threads stay, with no probe down at all, even if 1 would be faster.
+  core::ThreadTuner idle(1, 2, 2);
+  CHECK(run_tuner(idle, 5000, [](int k) { return k == 1 ? 1.2e6 : 1e6; }, 2, now, preempted)[2] > 0.999999);
+
+  // Shared cores, one thread faster: it moves to 1 and spends almost all its time there.
+  core::ThreadTuner shared(1, 2, 2);
+  std::vector<double> s = run_tuner(shared, 5000, [](int k) { return k == 1 ? 1e6 : 0.8e6; }, 200, now, preempted);
+  std::printf("tuner, one core taken, 1 thread faster: %.3f of calls at 1 thread\n", s[1]);
+  CHECK(s[1] > 0.95 && shared.active() == 1);
+
+  // The load goes away (1 thread is no longer preempted and 2 are faster): back to 2 within the longest
+  // wait between probes (64 epochs of 40 ms).
+  s = run_tuner(shared, 1000, [](int k) { return k == 1 ? 1e6 : 1.8e6; }, 2, now, preempted);
+  std::printf("tuner, load gone: %.3f of the next 10 s at 2 threads\n", s[2]);
+  CHECK(s[2] > 0.7 && shared.active() == 2);
+
+  // Shared cores, two threads still faster: it stays at 2 (probes down come rarely and do not stick).
+  core::ThreadTuner still(1, 2, 2);
+  s = run_tuner(still, 5000, [](int k) { return k == 1 ? 1e6 : 1.3e6; }, 200, now, preempted);
+  std::printf("tuner, one core taken, 2 threads faster: %.3f of calls at 2 threads\n", s[2]);
+  CHECK(s[2] > 0.95 && still.active() == 2);
+
+  // A tie is kept: no flapping between counts that are equally fast.
+  core::ThreadTuner tie(1, 4, 4);
+  s = run_tuner(tie, 5000, [](int) { return 1e6; }, 200, now, preempted);
+  CHECK(s[4] > 0.95 && tie.active() == 4);
+
+  // Many threads: it walks down one at a time to the best count, and stays.
+  core::ThreadTuner walk(1, 4, 4);
+  s = run_tuner(walk, 5000, [](int k) { return std::vector<double>{0, 1.2e6, 1.5e6, 1.3e6, 1.1e6}[k]; }, 200, now,
+                preempted);
+  CHECK(s[2] > 0.9 && walk.active() == 2);
+}
+
 int main() {
   test_options_follow_the_table();
   test_divu16_is_exact();
   test_sincos_matches_libm();
   test_determinism_across_threads_blocks_and_async();
   test_usage_errors();
+  test_thread_tuner_follows_the_throughput();
   if (failures) {
     std::printf("%d check(s) failed\n", failures);
     return 1;

@@ -1,7 +1,8 @@
 #pragma once
 // A test-only env for the pool's failure paths: it can throw at a given step
-// or reset, and sleep to make steps slow. Registered as "_Debug-v0", hidden
-// from list_envs(). Observation: [env-local step count, last action].
+// or reset, and sleep to make steps slow (every step, or only the steps given
+// action sleep_action: the actions choose which envs are slow). Registered as
+// "_Debug-v0", hidden from list_envs(). Observation: [env-local step count, last action].
 
 #include <chrono>
 #include <stdexcept>
@@ -22,7 +23,7 @@ class Debug {
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return {{"throw_at_step", K::kInt, -1}, {"throw_on_action", K::kInt, -1}, {"sleep_us", K::kReal, 0, 0},
-            {"episode_length", K::kInt, 1'000'000, 1}};
+            {"sleep_action", K::kInt, -1}, {"episode_length", K::kInt, 1'000'000, 1}};
   }
 
   static core::Spec spec(const core::Options& o) {
@@ -39,6 +40,7 @@ class Debug {
       : throw_step_(o.integer("throw_at_step")),
         throw_on_action_(o.integer("throw_on_action")),
         sleep_us_(o.get("sleep_us")),
+        sleep_action_(o.integer("sleep_action")),
         episode_len_(o.integer("episode_length")),
         count_(n, 0),
         last_(n, 0) {}
@@ -49,7 +51,8 @@ class Debug {
   }
 
   core::StepResult step(int i, const Action* action) {
-    if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(sleep_us_)));
+    if (sleep_us_ > 0 && (sleep_action_ < 0 || *action == sleep_action_))
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(sleep_us_)));
     if (*action == throw_on_action_) throw core::EnvError("debug env asked to throw (action " + std::to_string(*action) + ")");
     count_[i] += 1;
     if (count_[i] == throw_step_) throw core::EnvError("debug env asked to throw at step " + std::to_string(count_[i]));
@@ -65,6 +68,7 @@ class Debug {
  private:
   int throw_step_, throw_on_action_;
   double sleep_us_;
+  int sleep_action_;
   int episode_len_;
   std::vector<int> count_, last_;
 };

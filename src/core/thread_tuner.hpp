@@ -1,0 +1,119 @@
+#pragma once
+// ThreadTuner: how many of a pool's threads step blocks, chosen from the
+// pool's own throughput. Owned by the pool's caller thread (Pool::receive
+// calls it once per call); pure logic, no clock or system call of its own,
+// so core_tests.cpp drives it with made-up times.
+//
+// Why: a sync step waits for its slowest thread. On an idle machine every
+// thread has a core and more threads are faster. When another process takes
+// cores (the learner, a second runner), the OS time-slices the pool's
+// threads with it, and a thread descheduled for a few milliseconds holds the
+// whole step: on 2 cores with one taken, 2 threads stepped CartPole 4096 at
+// 0.85x of 1 thread and Pong 8 at about 1x. Neither the machine's core count
+// nor a load average read at construction says which count is faster now,
+// and the other process may start after the pool; the throughput does.
+//
+// How: time runs in epochs of at least kEpochNs (and kMinCalls calls). A
+// probe measures a candidate count against the current one on alternating
+// epochs (candidate, current, candidate, current: a change of load during
+// the probe hits both) and adopts the candidate if it is kMargin faster.
+// Probes down (one thread fewer) run only while the process is being
+// preempted (its involuntary context switches exceed kPreemptedPerSecond,
+// about 2 a second on an idle machine, 100 or more with a core's worth of
+// other work beside a 2-thread pool), so an idle machine never pays for
+// one; probes up run whenever a thread is parked, since a parked thread
+// cannot show that the load went away. A probe that changes nothing doubles
+// the wait before the next (kMinCooldown to kMaxCooldown epochs), so a
+// stable machine spends well under 1% of its time probing.
+
+#include <algorithm>
+#include <cstdint>
+
+namespace fastvec::core {
+
+class ThreadTuner {
+ public:
+  static constexpr int64_t kEpochNs = 40'000'000;   // long enough to average over a few scheduler slices
+  static constexpr int kMinCalls = 2;
+  static constexpr double kMargin = 0.03;           // below this, two counts are a tie (keep the current)
+  static constexpr double kPreemptedPerSecond = 50;
+  static constexpr int kMinCooldown = 4, kMaxCooldown = 64;  // epochs between probes: 0.16 s to 2.6 s
+
+  // Counts in [lo, hi], starting at `start`.
+  ThreadTuner(int lo, int hi, int start) : lo_(lo), hi_(std::max(lo, hi)), active_(std::clamp(start, lo, hi_)) {}
+
+  int active() const { return active_; }
+  bool enabled() const { return hi_ > lo_; }
+
+  // Called at the end of each pool call that returned `steps` env steps, at
+  // time now_ns; preemptions() returns the process's involuntary context
+  // switches so far and is called once per epoch. Returns the count for the
+  // next call.
+  template <class Preemptions>
+  int on_call(int64_t steps, int64_t now_ns, Preemptions&& preemptions) {
+    if (!enabled()) return active_;
+    if (epoch_start_ns_ < 0) {  // the first call starts the first epoch
+      epoch_start_ns_ = now_ns;
+      preempted_at_start_ = preemptions();
+      return active_;
+    }
+    epoch_steps_ += steps;
+    ++epoch_calls_;
+    const int64_t elapsed = now_ns - epoch_start_ns_;
+    if (elapsed < kEpochNs || epoch_calls_ < kMinCalls) return active_;
+    const int64_t preempted = preemptions();
+    end_epoch(static_cast<double>(epoch_steps_) * 1e9 / static_cast<double>(elapsed),
+              static_cast<double>(preempted - preempted_at_start_) * 1e9 / static_cast<double>(elapsed));
+    epoch_start_ns_ = now_ns;
+    preempted_at_start_ = preempted;
+    epoch_steps_ = 0;
+    epoch_calls_ = 0;
+    return active_;
+  }
+
+ private:
+  void end_epoch(double rate, double preempted_per_s) {
+    if (probe_epoch_ >= 0) {
+      // Epochs 0 and 2 ran the candidate, 1 and 3 the current count.
+      (probe_epoch_ % 2 == 0 ? candidate_rate_ : current_rate_) += rate;
+      if (++probe_epoch_ < 4) {
+        active_ = probe_epoch_ % 2 == 0 ? candidate_ : current_;
+        return;
+      }
+      probe_epoch_ = -1;
+      if (candidate_rate_ > current_rate_ * (1 + kMargin)) {
+        active_ = candidate_;
+        backoff_ = kMinCooldown;
+      } else {
+        active_ = current_;
+        backoff_ = std::min(backoff_ * 2, kMaxCooldown);
+      }
+      cooldown_ = backoff_;
+      return;
+    }
+    if (--cooldown_ > 0) return;
+    int candidate = active_;
+    if (active_ > lo_ && preempted_per_s >= kPreemptedPerSecond) {
+      candidate = active_ - 1;
+    } else if (active_ < hi_) {
+      candidate = active_ + 1;
+    }
+    if (candidate == active_) return;  // nothing to try: look again next epoch
+    current_ = active_;
+    candidate_ = candidate;
+    candidate_rate_ = current_rate_ = 0;
+    probe_epoch_ = 0;
+    active_ = candidate;
+  }
+
+  int lo_, hi_;
+  int active_;
+  int64_t epoch_start_ns_ = -1, preempted_at_start_ = 0, epoch_steps_ = 0;
+  int epoch_calls_ = 0;
+  int cooldown_ = kMinCooldown, backoff_ = kMinCooldown;
+  int probe_epoch_ = -1;  // -1: not probing; else which of the probe's 4 epochs is running
+  int current_ = 0, candidate_ = 0;
+  double current_rate_ = 0, candidate_rate_ = 0;
+};
+
+}  // namespace fastvec::core
