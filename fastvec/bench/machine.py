@@ -120,6 +120,16 @@ class CpuShare:
         return max(0.0, other) / (wall * (os.cpu_count() or 1))
 
 
+# A CPU-bound Python loop that also ends if the bench dies without stopping it (its parent is gone).
+BUSY_LOOP = """
+import os, sys
+parent = int(sys.argv[1])
+while os.getppid() == parent:
+    for _ in range(1_000_000):
+        pass
+"""
+
+
 class BusyLoops:
     """``count`` CPU-bound processes (a Python busy loop each) for the duration of a ``with`` block: the cores a
     learner, a second runner or another job would take while the pool steps (``fastvec bench --contention``).
@@ -133,7 +143,7 @@ class BusyLoops:
 
     def __enter__(self) -> BusyLoops:
         for _ in range(self.count):
-            self._procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+            self._procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(os.getpid())]))
         if self._procs:
             time.sleep(0.2)  # running before the first measurement
         return self
