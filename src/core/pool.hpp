@@ -570,14 +570,7 @@ class Pool final : public PoolBase {
   const bool sync_;
   const BatchLayout layout_;
   const bool memory_checked_;  // check_memory() ran (before the members below allocate)
-  int cpus_ = 1;               // set once in start_workers()
-
-  // Caller-owned, set by use_threads(): how many workers step, whether the
-  // caller steps while it waits, and the tuner that chooses them.
-  bool caller_steps_ = true;
-  int allowed_workers_ = 0;
-  ThreadTuner tuner_{1, 1, 1};
-  std::atomic<int> active_threads_{1};  // the caller's choice, readable from any thread (Python's property)
+  bool caller_steps_ = true;   // set by use_threads() (caller-owned, as the members below it)
 
   BlockStepper<E> envs_;
   ResultRing ring_;
@@ -595,6 +588,13 @@ class Pool final : public PoolBase {
   std::mutex api_mu_;
 
   std::atomic<bool> closed_{false};
+
+  // Caller-owned, set by use_threads(): how many workers step, and the tuner
+  // that chooses them (with caller_steps_ above).
+  int cpus_ = 1;  // set once in start_workers()
+  int allowed_workers_ = 0;
+  ThreadTuner tuner_{1, 1, 1};
+  std::atomic<int> active_threads_{1};  // the caller's choice, readable from any thread (Python's property)
 };
 
 }  // namespace fastvec::core

@@ -120,14 +120,14 @@ class TaskQueue {
   }
 
   std::mutex mu_;
-  std::condition_variable cv_;         // workers allowed to take tasks sleep here
-  std::condition_variable parked_cv_;  // the others here
+  std::condition_variable cv_;       // workers allowed to take tasks sleep here
   std::deque<int> tasks_;            // guarded by mu_
   std::atomic<int> size_{0};         // mirror of tasks_.size() for lock-free peeks
   std::atomic<int> sleepers_{0};     // workers blocked in cv_.wait
   std::atomic<bool> closed_{false};
-  std::atomic<int> allowed_{1 << 30};  // written under mu_; read without it only to stop spinning
   const bool workers_from_back_;
+  std::condition_variable parked_cv_;  // the workers not allowed to take tasks sleep here
+  std::atomic<int> allowed_{1 << 30};  // written under mu_; read without it only to stop spinning
 };
 
 }  // namespace fastvec::core

@@ -18,13 +18,17 @@
 // epochs (candidate, current, candidate, current: a change of load during
 // the probe hits both) and adopts the candidate if it is kMargin faster.
 // Probes down (one thread fewer) run only while the process is being
-// preempted (its involuntary context switches exceed kPreemptedPerSecond,
-// about 2 a second on an idle machine, 100 or more with a core's worth of
-// other work beside a 2-thread pool), so an idle machine never pays for
-// one; probes up run whenever a thread is parked, since a parked thread
-// cannot show that the load went away. A probe that changes nothing doubles
-// the wait before the next (kMinCooldown to kMaxCooldown epochs), so a
-// stable machine spends well under 1% of its time probing.
+// preempted: its involuntary context switches, counted over the epochs
+// since the last probe (at least kMinCooldown, at most about kWindowNs),
+// exceed kPreemptedPerThreadPerSecond for each thread stepping. Measured on
+// 2 cores with a 2-thread pool: about 30 a second idle (kernel threads),
+// 230 (Pong) to 1,100 (CartPole) with one busy loop beside it; one epoch of
+// 40 ms is too short to tell (two preemptions in it are 50 a second). So an
+// idle machine does not pay for probes down. Probes up run whenever a
+// thread is parked, since a parked thread cannot show that the load went
+// away. A probe that changes nothing doubles the wait before the next
+// (kMinCooldown to kMaxCooldown epochs), so a stable machine spends about
+// 3% of its epochs, at worst, probing a slower count.
 
 #include <algorithm>
 #include <cstdint>
@@ -36,7 +40,8 @@ class ThreadTuner {
   static constexpr int64_t kEpochNs = 40'000'000;   // long enough to average over a few scheduler slices
   static constexpr int kMinCalls = 2;
   static constexpr double kMargin = 0.03;           // below this, two counts are a tie (keep the current)
-  static constexpr double kPreemptedPerSecond = 50;
+  static constexpr double kPreemptedPerThreadPerSecond = 50;
+  static constexpr int64_t kWindowNs = 1'000'000'000;  // the longest the preemption count looks back
   static constexpr int kMinCooldown = 4, kMaxCooldown = 64;  // epochs between probes: 0.16 s to 2.6 s
 
   // Counts in [lo, hi], starting at `start`.
@@ -52,27 +57,24 @@ class ThreadTuner {
   template <class Preemptions>
   int on_call(int64_t steps, int64_t now_ns, Preemptions&& preemptions) {
     if (!enabled()) return active_;
-    if (epoch_start_ns_ < 0) {  // the first call starts the first epoch
-      epoch_start_ns_ = now_ns;
-      preempted_at_start_ = preemptions();
+    if (epoch_start_ns_ < 0) {  // the first call starts the first epoch and window
+      epoch_start_ns_ = window_start_ns_ = now_ns;
+      window_preempted_ = preemptions();
       return active_;
     }
     epoch_steps_ += steps;
     ++epoch_calls_;
     const int64_t elapsed = now_ns - epoch_start_ns_;
     if (elapsed < kEpochNs || epoch_calls_ < kMinCalls) return active_;
-    const int64_t preempted = preemptions();
-    end_epoch(static_cast<double>(epoch_steps_) * 1e9 / static_cast<double>(elapsed),
-              static_cast<double>(preempted - preempted_at_start_) * 1e9 / static_cast<double>(elapsed));
+    end_epoch(static_cast<double>(epoch_steps_) * 1e9 / static_cast<double>(elapsed), now_ns, preemptions());
     epoch_start_ns_ = now_ns;
-    preempted_at_start_ = preempted;
     epoch_steps_ = 0;
     epoch_calls_ = 0;
     return active_;
   }
 
  private:
-  void end_epoch(double rate, double preempted_per_s) {
+  void end_epoch(double rate, int64_t now_ns, int64_t preempted) {
     if (probe_epoch_ >= 0) {
       // Epochs 0 and 2 ran the candidate, 1 and 3 the current count.
       (probe_epoch_ % 2 == 0 ? candidate_rate_ : current_rate_) += rate;
@@ -89,16 +91,22 @@ class ThreadTuner {
         backoff_ = std::min(backoff_ * 2, kMaxCooldown);
       }
       cooldown_ = backoff_;
+      restart_window(now_ns, preempted);  // preemptions count from here, at the count just chosen
       return;
     }
     if (--cooldown_ > 0) return;
+    const double preempted_per_s =
+        static_cast<double>(preempted - window_preempted_) * 1e9 / static_cast<double>(now_ns - window_start_ns_);
     int candidate = active_;
-    if (active_ > lo_ && preempted_per_s >= kPreemptedPerSecond) {
+    if (active_ > lo_ && preempted_per_s >= kPreemptedPerThreadPerSecond * active_) {
       candidate = active_ - 1;
     } else if (active_ < hi_) {
       candidate = active_ + 1;
     }
-    if (candidate == active_) return;  // nothing to try: look again next epoch
+    if (candidate == active_) {  // nothing to try: look again next epoch, over the last second or so
+      if (now_ns - window_start_ns_ >= kWindowNs) restart_window(now_ns, preempted);
+      return;
+    }
     current_ = active_;
     candidate_ = candidate;
     candidate_rate_ = current_rate_ = 0;
@@ -106,9 +114,15 @@ class ThreadTuner {
     active_ = candidate;
   }
 
+  void restart_window(int64_t now_ns, int64_t preempted) {
+    window_start_ns_ = now_ns;
+    window_preempted_ = preempted;
+  }
+
   int lo_, hi_;
   int active_;
-  int64_t epoch_start_ns_ = -1, preempted_at_start_ = 0, epoch_steps_ = 0;
+  int64_t epoch_start_ns_ = -1, epoch_steps_ = 0;
+  int64_t window_start_ns_ = 0, window_preempted_ = 0;  // where the preemption count starts
   int epoch_calls_ = 0;
   int cooldown_ = kMinCooldown, backoff_ = kMinCooldown;
   int probe_epoch_ = -1;  // -1: not probing; else which of the probe's 4 epochs is running
