@@ -16,7 +16,8 @@
 // How: time runs in epochs of at least kEpochNs (and kMinCalls calls). A
 // probe measures a candidate count against the current one on alternating
 // epochs (candidate, current, candidate, current: a change of load during
-// the probe hits both) and adopts the candidate if it is kMargin faster.
+// the probe hits both) and adopts the candidate if it is faster in both
+// pairs and kMargin faster in all.
 // Probes down (one thread fewer) run only while the process is being
 // preempted: its involuntary context switches, counted over the epochs
 // since the last probe (at least kMinCooldown, at most about kWindowNs),
@@ -77,13 +78,21 @@ class ThreadTuner {
   void end_epoch(double rate, int64_t now_ns, int64_t preempted) {
     if (probe_epoch_ >= 0) {
       // Epochs 0 and 2 ran the candidate, 1 and 3 the current count.
-      (probe_epoch_ % 2 == 0 ? candidate_rate_ : current_rate_) += rate;
+      if (probe_epoch_ % 2 == 0) {
+        candidate_rate_ += rate;
+        last_candidate_rate_ = rate;
+      } else {
+        current_rate_ += rate;
+        wins_ += last_candidate_rate_ > rate;
+      }
       if (++probe_epoch_ < 4) {
         active_ = probe_epoch_ % 2 == 0 ? candidate_ : current_;
         return;
       }
       probe_epoch_ = -1;
-      if (candidate_rate_ > current_rate_ * (1 + kMargin)) {
+      // Adopted only if faster in both pairs and by kMargin in all: one lucky epoch on a noisy machine
+      // (a scheduler slice more or less in 40 ms) must not move the pool.
+      if (wins_ == 2 && candidate_rate_ > current_rate_ * (1 + kMargin)) {
         active_ = candidate_;
         backoff_ = kMinCooldown;
       } else {
@@ -110,6 +119,7 @@ class ThreadTuner {
     current_ = active_;
     candidate_ = candidate;
     candidate_rate_ = current_rate_ = 0;
+    wins_ = 0;
     probe_epoch_ = 0;
     active_ = candidate;
   }
@@ -127,7 +137,8 @@ class ThreadTuner {
   int cooldown_ = kMinCooldown, backoff_ = kMinCooldown;
   int probe_epoch_ = -1;  // -1: not probing; else which of the probe's 4 epochs is running
   int current_ = 0, candidate_ = 0;
-  double current_rate_ = 0, candidate_rate_ = 0;
+  double current_rate_ = 0, candidate_rate_ = 0, last_candidate_rate_ = 0;
+  int wins_ = 0;  // of the probe's two pairs, how many the candidate won
 };
 
 }  // namespace fastvec::core
