@@ -119,15 +119,17 @@ class TaskQueue {
     return t;
   }
 
-  std::mutex mu_;
+  // What spinning workers read (size_, closed_, allowed_) shares a cache line with what the caller writes
+  // per step anyway (the mutex, the deque's ends), and with nothing of the pool around the queue.
+  alignas(64) std::mutex mu_;
   std::condition_variable cv_;       // workers allowed to take tasks sleep here
   std::deque<int> tasks_;            // guarded by mu_
   std::atomic<int> size_{0};         // mirror of tasks_.size() for lock-free peeks
   std::atomic<int> sleepers_{0};     // workers blocked in cv_.wait
   std::atomic<bool> closed_{false};
-  const bool workers_from_back_;
-  std::condition_variable parked_cv_;  // the workers not allowed to take tasks sleep here
   std::atomic<int> allowed_{1 << 30};  // written under mu_; read without it only to stop spinning
+  const bool workers_from_back_;
+  alignas(64) std::condition_variable parked_cv_;  // the workers not allowed to take tasks sleep here
 };
 
 }  // namespace fastvec::core
