@@ -141,6 +141,11 @@ class BusyLoops:
         self.count = count
         self._procs: list[subprocess.Popen] = []
 
+    @property
+    def pids(self) -> list[int]:
+        """The busy loops' process ids (while they run)."""
+        return [p.pid for p in self._procs]
+
     def __enter__(self) -> BusyLoops:
         for _ in range(self.count):
             self._procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(os.getpid())]))
