@@ -67,9 +67,11 @@ def runner_facts(algo):
         env = runner.env.unwrapped
         obs, _ = env.reset(seed=runner.config.seed + runner.worker_index)
         return {
+            "runner": type(runner).__name__,
             "module": type(env).__module__,
             "class": type(env).__name__,
             "num_envs": env.num_envs,
+            "num_threads": env.num_threads,
             "node": ray.get_runtime_context().get_node_id(),
             "obs": obs,
             "worker": runner.worker_index,
@@ -120,8 +122,30 @@ def test_configure_sets_everything_in_one_call():
     assert config.num_envs_per_env_runner == 16
     assert config.gym_env_vectorize_mode == "vector_entry_point"
     assert config.num_cpus_per_env_runner == 2
+    from fastvec.adapters.rllib import FastvecEnvRunner
+
+    assert config.env_runner_cls is FastvecEnvRunner
     env = creator(config.env)({"num_envs": 16})
     assert env.num_threads == 2
+    assert configure(bare_ppo_config(), "CartPole-v1", 4, env_runner_cls=None).env_runner_cls is None
+
+
+def test_configure_refuses_more_threads_than_a_node_has():
+    """Ray could never place a runner that reserves more CPUs than any node has: build_algo() would wait
+    for ever, silently. Ray not started yet: the limit is this machine's (what ray.init would give)."""
+    import os
+
+    with pytest.raises(ValueError, match=rf"num_threads=64: .*largest.* is {os.cpu_count()}"):
+        configure(bare_ppo_config(), "CartPole-v1", num_envs=4, num_threads=64)
+
+
+def test_env_kwargs_are_checked_in_the_driver():
+    """A kwarg the env does not take fails where it is written, with fastvec.make's words, not as
+    RLlib's IndexError once a remote runner has failed to build its env."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'gravity'"):
+        fastvec.rllib_env("CartPole-v1", gravity=3.0)
+    with pytest.raises(TypeError, match="gravity"):
+        configure(bare_ppo_config(), "CartPole-v1", num_envs=4, gravity=3.0)
 
 
 # -- training ----------------------------------------------------------------
@@ -149,6 +173,7 @@ def test_ppo_trains_on_fastvec_envs(local_ray, num_env_runners):
     assert len(facts) == max(1, num_env_runners)
     for f in facts:
         assert (f["module"], f["class"], f["num_envs"]) == ("fastvec.vector", "VectorEnv", 8)
+        assert f["runner"] == "FastvecEnvRunner"
     assert returns[-1] > 1.5 * returns[0], returns
     if num_env_runners == 2:  # RLlib seeds runner i with seed + i: the pools differ
         assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
@@ -165,12 +190,76 @@ def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
         config = configure(ppo_config(2), "CartPole-v1", num_envs=8)
         returns, facts = train(config, iterations=4)
         assert len({f["node"] for f in facts}) == 2
-        assert all(f["module"] == "fastvec.vector" for f in facts)
+        assert all(f["module"] == "fastvec.vector" and f["runner"] == "FastvecEnvRunner" for f in facts)
         assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
         assert returns[-1] > returns[0], returns
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_a_pool_made_without_num_threads_takes_the_cpus_ray_gave_its_runner(local_ray):
+    """rllib_env without configure: in a Ray actor of one CPU the pool runs one thread, not the machine's
+    cores (in the driver, outside any actor, the pool's own default applies)."""
+    import ray
+
+    name = fastvec.rllib_env("CartPole-v1")
+
+    @ray.remote(num_cpus=1)
+    class Runner:
+        def threads(self, name):
+            from ray.tune.registry import ENV_CREATOR, _global_registry  # (no globals of this module here)
+
+            return _global_registry.get(ENV_CREATOR, name)({"num_envs": 4}).num_threads
+
+    assert ray.get(Runner.remote().threads.remote(name)) == 1
+    assert ray.get(Runner.options(num_cpus=2).remote().threads.remote(name)) == 2
+
+
+def test_ppo_learns_the_same_on_fastvecs_runner_as_on_rllibs(local_ray):
+    """Equal seeds, local runner: the same episode_return_mean every iteration (the same episodes, the
+    same RNG draws), whichever runner samples."""
+    from fastvec.adapters.rllib import FastvecEnvRunner
+
+    returns = {}
+    for cls in (None, FastvecEnvRunner):
+        config = configure(ppo_config(0), "CartPole-v1", num_envs=8, num_threads=1, env_runner_cls=cls)
+        returns[cls], facts = train(config, iterations=4)
+        assert facts[0]["runner"] == ("FastvecEnvRunner" if cls else "SingleAgentEnvRunner")
+    assert returns[None] == returns[FastvecEnvRunner]
+    assert returns[FastvecEnvRunner][-1] > returns[FastvecEnvRunner][0]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")  # APPO starts Ray Data: its own deprecations
+@pytest.mark.parametrize("algo", ["APPO", "DQN", "SAC"])
+def test_other_algorithms_run_on_fastvecs_runner(local_ray, algo):
+    """APPO (asynchronous sampling), DQN (random actions first, then epsilon-greedy from the module) and SAC
+    (Box actions, random first): a few iterations sample from the fastvec runner and log episodes."""
+    if algo == "APPO":
+        from ray.rllib.algorithms.appo import APPOConfig as Config
+
+        env_id = "CartPole-v1"
+    elif algo == "DQN":
+        from ray.rllib.algorithms.dqn import DQNConfig as Config
+
+        env_id = "CartPole-v1"
+    else:
+        from ray.rllib.algorithms.sac import SACConfig as Config
+
+        env_id = "Pendulum-v1"
+    config = Config().framework("torch").debugging(seed=0).env_runners(num_env_runners=0)
+    config.reporting(min_time_s_per_iteration=1, min_sample_timesteps_per_iteration=400)
+    if algo != "APPO":
+        config.training(num_steps_sampled_before_learning_starts=200)
+    configure(config, env_id, num_envs=4, num_threads=1, max_episode_steps=50)  # episodes end within 3 calls
+    algo_ = config.build_algo()
+    try:
+        results = [algo_.train()["env_runners"] for _ in range(3)]
+        assert runner_facts(algo_)[0]["runner"] == "FastvecEnvRunner"
+    finally:
+        algo_.stop()
+    assert sum(r["num_env_steps_sampled"] for r in results) >= 3 * 400
+    assert np.isfinite(results[-1]["episode_return_mean"])
 
 
 # -- more than native classic control ----------------------------------------

@@ -5,15 +5,20 @@
 >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64)   # was .environment("CartPole-v1")
 >>> algo = config.build_algo()
 
+``configure`` also sets ``env_runners(env_runner_cls=FastvecEnvRunner)``: a ``SingleAgentEnvRunner``
+that steps the pool in batches and builds RLlib's episode chunks in bulk, from numpy columns (see
+:mod:`fastvec.adapters._rllib_runner`; by hand: ``config.env_runners(env_runner_cls=FastvecEnvRunner)``).
+
 RLlib's ``SingleAgentEnvRunner`` calls ``gym.make_vec(name, num_envs,
 vectorization_mode=config.gym_env_vectorize_mode)``; with
 ``"vector_entry_point"`` that calls the creator registered here with
 ``env_config | {"num_envs": num_envs_per_env_runner}`` and uses the
 returned :class:`fastvec.VectorEnv` as it is: next-step autoreset, every env
-stepped each call, info a dict of arrays. RLlib resets with
-``seed=config.seed + worker_index``; an int seed gives every env of every
-runner its own stream. Runners are Ray actors and may sit on any node of a
-Ray cluster, each stepping its pool with the CPUs Ray gave it.
+stepped each call, info a dict of arrays. ``FastvecEnvRunner`` seeds env ``i``
+of runner ``w`` with ``config.seed + w * num_envs + i``, so no two envs of any
+runners share a stream. Runners are Ray actors and may sit on any node of a
+Ray cluster, each stepping its pool with the CPUs Ray gave it (a pool made
+without ``num_threads`` takes that many threads).
 
 Images: RLlib's CNN encoders take float32 frames, channels last. Atari pools
 are made with ``channels_last=True``, and uint8 frames reach RLlib as RLlib's
@@ -24,6 +29,7 @@ own Atari wrappers give them, ``x / 128 - 1`` in float32
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +41,14 @@ from fastvec.registry import lookup
 from fastvec.vector import _is_native, make
 
 try:
+    import ray
     from ray.tune.registry import register_env
+
+    from fastvec.adapters._rllib_runner import FastvecEnvRunner
 except ImportError as e:  # pragma: no cover - exercised only without Ray
     raise ImportError('fastvec.rllib_env needs RLlib: pip install "ray[rllib]"') from e
+
+__all__ = ["FastvecEnvRunner", "NormalizedImages", "configure", "rllib_env"]
 
 _RESERVED = ("num_envs", "autoreset_mode", "batch_size")
 
@@ -59,12 +70,27 @@ class _Creator:
                 "(fastvec.adapters.rllib.configure sets this up)"
             )
         num_envs = config.pop("num_envs")
-        env = make(self.env, num_envs, **{**self.kwargs, **config})
+        kwargs = {**self.kwargs, **config}
+        if "num_threads" not in kwargs and (cpus := _assigned_cpus()) is not None:
+            kwargs["num_threads"] = cpus
+        env = make(self.env, num_envs, **kwargs)
         space = env.single_observation_space
         images = isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
         if images and self.normalize_images is not False:
             return NormalizedImages(env)
         return env
+
+
+def _assigned_cpus() -> int | None:
+    """The CPUs Ray gave the actor this runs in (an EnvRunner's ``num_cpus_per_env_runner``); None
+    outside a Ray actor (the local EnvRunner, in the driver: the pool's own default applies)."""
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    if context.get_actor_id() is None:
+        return None
+    cpus = context.get_assigned_resources().get("CPU")
+    return max(1, int(cpus)) if cpus else None
 
 
 class NormalizedImages(gym.vector.VectorObservationWrapper):
@@ -119,6 +145,10 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     if normalize_images is not None and not isinstance(normalize_images, bool):
         raise TypeError(f"normalize_images must be a bool or None, got {normalize_images!r}")
     env = label if isinstance(env_id, str) else env_id
+    if isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python":
+        # Bad env kwargs fail here, with fastvec.make's words, not as an IndexError of RLlib's
+        # once a remote runner has failed to build its env (the TypeError only in the worker's log).
+        make(label, 1, **kwargs).close()
     name = f"fastvec-{label}".replace(":", "-")  # gymnasium reads 'module:id' as an import
     extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
     if extra or not isinstance(env_id, str):
@@ -128,13 +158,23 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     return name
 
 
-def configure(config: Any, env_id: str, num_envs: int, num_threads: int | None = None, **kwargs: Any) -> Any:
+def configure(
+    config: Any,
+    env_id: str,
+    num_envs: int,
+    num_threads: int | None = None,
+    *,
+    env_runner_cls: type | None = FastvecEnvRunner,
+    **kwargs: Any,
+) -> Any:
     """Sets ``config`` up to run ``num_envs`` copies of ``env_id`` in a fastvec pool per EnvRunner.
 
     Calls ``environment(env=...)`` and ``env_runners(num_envs_per_env_runner=num_envs,
-    gym_env_vectorize_mode="vector_entry_point", num_cpus_per_env_runner=...)``. The pool's
-    threads are the runner's CPUs: ``num_threads`` if given (and Ray reserves that many CPUs
-    per runner), else ``config.num_cpus_per_env_runner``. Returns ``config``.
+    gym_env_vectorize_mode="vector_entry_point", num_cpus_per_env_runner=...,
+    env_runner_cls=FastvecEnvRunner)``. The pool's threads are the runner's CPUs: ``num_threads`` if
+    given (and Ray reserves that many CPUs per runner), else ``config.num_cpus_per_env_runner``; more
+    than the largest node has is refused (Ray could never place the runner). ``env_runner_cls=None``
+    keeps RLlib's ``SingleAgentEnvRunner``. Returns ``config``.
 
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """
@@ -142,6 +182,13 @@ def configure(config: Any, env_id: str, num_envs: int, num_threads: int | None =
     if isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus < 1:
         raise ValueError(f"num_threads must be a positive int, got {cpus!r}")
     cpus = int(cpus)
+    largest = _largest_node_cpus()
+    if cpus > largest:
+        where = "node of the Ray cluster" if ray.is_initialized() else "CPU count of this machine (what ray.init gives)"
+        raise ValueError(
+            f"num_threads={cpus}: an EnvRunner reserves a CPU per pool thread, and the largest {where} is "
+            f"{largest}; RLlib would wait for ever to place the runner. Use num_threads <= {largest}."
+        )
     name = rllib_env(env_id, num_threads=cpus, **kwargs)
     config.environment(env=name)
     config.env_runners(
@@ -149,4 +196,13 @@ def configure(config: Any, env_id: str, num_envs: int, num_threads: int | None =
         gym_env_vectorize_mode="vector_entry_point",
         num_cpus_per_env_runner=cpus,
     )
+    if env_runner_cls is not None:
+        config.env_runners(env_runner_cls=env_runner_cls)
     return config
+
+
+def _largest_node_cpus() -> int:
+    """The most CPUs one node offers: of the Ray cluster if Ray is up, else of this machine."""
+    if ray.is_initialized():
+        return int(max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0))
+    return os.cpu_count() or 1

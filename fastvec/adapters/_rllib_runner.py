@@ -1,0 +1,449 @@
+"""FastvecEnvRunner: RLlib's SingleAgentEnvRunner, sampling into numpy columns.
+
+RLlib's runner spends most of ``sample()`` on per-env Python: it unbatches every step into per-env
+items, runs each through its connector pieces and appends it to a ``SingleAgentEpisode``. This runner
+keeps the step loop batched (one forward pass, the actions as RLlib's ``GetActions`` computes them,
+Box actions unsquashed or clipped in one call, the pool stepped directly) and writes each step's batch
+to a column; at the end of the call it cuts the columns into the episode chunks RLlib's runner would
+have returned. Everything else (``sample()``'s metrics and callbacks, ``get_metrics``, state,
+checkpoints) is the parent's.
+
+Where the fast path cannot give RLlib's result, ``_sample`` is the parent's, and the log says why
+once: connectors of the user's in either pipeline, ``on_episode_*`` callbacks, stateful modules,
+``episodes_to_numpy=False``, action spaces other than Box/Discrete/MultiDiscrete, an env with another
+autoreset mode, and ``sample(num_episodes=...)`` (or ``batch_mode="complete_episodes"``).
+
+Owner of its state: the thread that calls ``sample()`` (a Ray actor's, or the driver's); the pool's
+threads never see the columns.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.connectors.module_to_env import GetActions
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.env_runner import ENV_STEP_FAILURE, NUM_ENV_STEP_FAILURES_LIFETIME
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics import (
+    ENV_STEP_TIMER,
+    RLMODULE_INFERENCE_TIMER,
+    WEIGHTS_SEQ_NO,
+)
+from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+logger = logging.getLogger("ray.rllib")
+
+# RLlib's default pipelines (AlgorithmConfig.build_*_connector, single agent): anything else is the user's.
+_DEFAULT_ENV_TO_MODULE = (
+    "AddObservationsFromEpisodesToBatch",
+    "AddTimeDimToBatchAndZeroPad",
+    "AddStatesFromEpisodesToBatch",
+    "BatchIndividualItems",
+    "NumpyToTensor",
+)
+_DEFAULT_MODULE_TO_ENV = (
+    "GetActions",
+    "TensorToNumpy",
+    "UnBatchToIndividualItems",
+    "RemoveSingleTsTimeRankFromBatch",
+    "NormalizeAndClipActions",
+    "ListifyDataForVectorEnv",
+)
+_EPISODE_CALLBACKS = ("on_episode_created", "on_episode_start", "on_episode_step", "on_episode_end")
+
+
+class FastvecEnvRunner(SingleAgentEnvRunner):
+    """A ``SingleAgentEnvRunner`` whose ``sample(num_timesteps=...)`` keeps per-env data in numpy columns
+    and builds the episode chunks in bulk: the same chunks, metrics and RNG draws as RLlib's runner.
+
+    Seeds: env ``i`` of the runner with ``worker_index`` ``w`` starts from ``config.seed + w * num_envs +
+    i``, so no two envs of any runners share a stream (RLlib's ``seed + w``, with gymnasium's ``seed + i``
+    per env, would give runner ``w``'s env ``i`` the stream of runner ``w + 1``'s env ``i - 1``).
+
+    >>> config.env_runners(env_runner_cls=FastvecEnvRunner)   # fastvec.adapters.rllib.configure sets it
+    """
+
+    def __init__(self, *, config: Any, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        if self._seed is not None and self.num_envs:
+            self._seed = int(self.config.seed + (self.worker_index or 0) * self.num_envs)
+            if self.config.in_evaluation:
+                self._seed += 1_000_000
+        self._get_actions = GetActions()
+        self._fallback_reason = self._static_fallback_reason()
+        self._fallback_logged: set[str] = set()
+        self._cols: _Columns | None = None
+
+    # -- when the fast path applies -------------------------------------------------------------
+
+    def _static_fallback_reason(self) -> str | None:
+        if self.env is None or self.module is None:
+            return None  # nothing to sample with; the parent says so
+        pool = self.env.unwrapped
+        mode = getattr(pool, "metadata", {}).get("autoreset_mode")
+        if mode is not gym.vector.AutoresetMode.NEXT_STEP:
+            return f"the env's autoreset mode is {mode!r}, not next-step"
+        if not self.episodes_to_numpy:
+            return "episodes_to_numpy=False (the fast path builds numpy episodes)"
+        if self.module.is_stateful():
+            return "the RLModule is stateful (RNN state is carried per env by RLlib's connectors)"
+        for name, pipeline, default in (
+            ("env-to-module", self._env_to_module, _DEFAULT_ENV_TO_MODULE),
+            ("module-to-env", self._module_to_env, _DEFAULT_MODULE_TO_ENV),
+        ):
+            names = tuple(type(c).__name__ for c in pipeline.connectors)
+            if names != default:
+                extra = [n for n in names if n not in default] or list(names)
+                return f"the {name} pipeline has connectors of its own ({', '.join(extra)})"
+        for which in _EPISODE_CALLBACKS:
+            if getattr(self.config, f"callbacks_{which}", None) is not None or any(
+                getattr(type(cb), which) is not getattr(RLlibCallback, which) for cb in self._callbacks
+            ):
+                return f"an {which} callback is set (it sees each episode step by step)"
+        space = self.env.single_action_space
+        if not isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+            return f"the action space is {type(space).__name__} (the fast path takes Box and Discrete ones)"
+        return None
+
+    def _fall_back(self, reason: str) -> None:
+        if reason not in self._fallback_logged:
+            self._fallback_logged.add(reason)
+            logger.info("FastvecEnvRunner samples with SingleAgentEnvRunner's loop: %s.", reason)
+
+    def _sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ) -> list[SingleAgentEpisode]:
+        reason = self._fallback_reason
+        if reason is None and num_timesteps is None:
+            reason = "sampling whole episodes (num_episodes or batch_mode='complete_episodes')"
+        if reason is not None:
+            self._fall_back(reason)
+            self._cols = None  # the parent owns the episodes now; the next fast call starts with a reset
+            return super()._sample(
+                num_timesteps=num_timesteps,
+                num_episodes=num_episodes,
+                explore=explore,
+                random_actions=random_actions,
+                force_reset=force_reset,
+            )
+        return self._sample_columns(num_timesteps, explore, random_actions, force_reset)
+
+    # -- the fast path --------------------------------------------------------------------------
+
+    def _reset_columns(self) -> None:
+        """All envs reset (seeded on the first reset): new episodes, as the parent's ``_reset_envs``."""
+        self._ongoing_episodes_for_metrics.clear()
+        self._shared_data = {}
+        obs, infos = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None, options=None)
+        self._needs_initial_reset = False
+        self._cols = _Columns(self.num_envs, obs, infos, time.perf_counter())
+
+    def _step_env(self, actions: np.ndarray) -> Any:
+        """``env.step`` on the wrapper under RLlib's ``DictInfoToList`` (infos stay a dict of arrays, turned
+        into per-env dicts only where an episode is built); a failing step is handled as the parent's
+        ``_try_env_step`` handles it (recreate the env and start again, or raise)."""
+        try:
+            return self.env.env.step(actions)
+        except Exception as e:
+            self.metrics.log_value(NUM_ENV_STEP_FAILURES_LIFETIME, 1, reduce="lifetime_sum")
+            if not self.config.restart_failed_sub_environments:
+                raise RuntimeError(f"RLlib {type(self).__name__}: the env's step failed: {e!r}") from e
+            logger.exception("FastvecEnvRunner: the env's step failed; recreating the env and resetting it")
+            self.make_env()
+            return ENV_STEP_FAILURE
+
+    def _sample_columns(
+        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
+    ) -> list[SingleAgentEpisode]:
+        if force_reset or self._needs_initial_reset or self._cols is None:
+            self._reset_columns()
+        cols = self._cols
+        assert cols is not None
+        cols.begin(self.config.episode_lookback_horizon)
+        runners = self.config.num_env_runners or 1
+        space = self.env.single_action_space
+        to_env_fn = _action_map(space, self.config.normalize_actions, self.config.clip_actions)
+        ts = 0
+        infer_s = step_s = 0.0
+        steps = 0
+        while ts < num_timesteps:
+            if random_actions:
+                actions = self.env.action_space.sample()
+                extra: dict[str, np.ndarray] = {}
+                actions_for_env = actions
+            else:
+                t0 = time.perf_counter()
+                batch = convert_to_torch_tensor({Columns.OBS: cols.obs}, device=self._device)
+                if explore:
+                    t = (self.num_env_steps_sampled_lifetime // runners + ts) * runners
+                    out = self.module.forward_exploration(batch, t=t)
+                else:
+                    out = self.module.forward_inference(batch)
+                self._get_actions._get_actions(out, self.module, explore)
+                out = convert_to_numpy(out)
+                infer_s += time.perf_counter() - t0
+                actions = out.pop(Columns.ACTIONS)
+                actions_for_env = out.pop(Columns.ACTIONS_FOR_ENV, None)
+                if actions_for_env is None:
+                    actions_for_env = to_env_fn(actions)
+                extra = out
+            t0 = time.perf_counter()
+            results = self._step_env(actions_for_env)
+            step_s += time.perf_counter() - t0
+            steps += 1
+            if results is ENV_STEP_FAILURE:  # the env was recreated: start again, as the parent does
+                ts = 0
+                self._needs_initial_reset = True
+                self._reset_columns()
+                cols = self._cols
+                cols.begin(self.config.episode_lookback_horizon)
+                continue
+            obs, rewards, terminated, truncated, infos = results
+            ts += cols.add(actions, extra, obs, rewards, terminated, truncated, infos, time.perf_counter())
+        if steps:
+            self.metrics.log_value(ENV_STEP_TIMER, step_s / steps)
+            self._log_env_steps(metric=self._metrics_num_try_env_step, num_steps=steps)
+            if not random_actions:
+                self.metrics.log_value(RLMODULE_INFERENCE_TIMER, infer_s / steps)
+        done, ongoing = cols.episodes(
+            self._weights_seq_no,
+            self.env.single_observation_space,
+            space,
+            self.env._convert_info_to_list,
+        )
+        self._done_episodes_for_metrics.extend(done)
+        for eps in ongoing:
+            self._ongoing_episodes_for_metrics[eps.id_].append(eps)
+        self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=ts)
+        self._increase_sampled_metrics(ts, len(done))
+        return done + ongoing
+
+
+def _action_map(space: gym.Space, normalize: bool, clip: bool) -> Any:
+    """What RLlib's ``NormalizeAndClipActions`` does to each env's action, on the whole batch at once:
+    Box actions unsquashed from [-1, 1] (``normalize_actions``) or clipped (``clip_actions``), integer
+    ones shifted by the space's ``start`` when unsquashing (``unsquash_action``'s own arithmetic)."""
+    if not (normalize or clip):
+        return lambda a: a
+    if isinstance(space, gym.spaces.Box):
+        low, high = space.low, space.high
+        if not normalize:
+            return lambda a: np.clip(a, low, high)
+        if not (np.all(space.bounded_below) and np.all(space.bounded_above)):
+            return lambda a: a
+        if space.dtype in (np.float32, np.float64):
+            return lambda a: np.clip(low + (a + 1.0) * (high - low) / 2.0, low, high)
+        if np.issubdtype(space.dtype, np.integer):
+            return lambda a: low + a
+        return lambda a: a
+    return lambda a: a  # Discrete and MultiDiscrete: unsquash_action and clip_action leave them
+
+
+class _Columns:
+    """One sample() call's steps, a row per step, and what each env carries over from the last call.
+
+    Rows: row 0 holds the observation every env starts the call with; row ``j >= 1`` is step ``j - 1``'s
+    result. An env whose episode ended at a step gets its reset observation at the next one (next-step
+    autoreset): that row starts a new episode and is not a timestep. Episode chunks are cut from the rows
+    at the end of the call.
+    """
+
+    def __init__(self, num_envs: int, obs: np.ndarray, infos: list[dict], now: float) -> None:
+        self.num_envs = num_envs
+        self.obs = obs  # the latest observations: what the next forward pass takes
+        # Per env, the ongoing episode: id, its t, and the lookback the next chunk starts with
+        # (observations and infos: one more than the others). None: the env's next row is a reset.
+        self.ids: list[str | None] = [uuid.uuid4().hex for _ in range(num_envs)]
+        self.t = np.zeros(num_envs, np.int64)
+        self.lookback: list[dict[str, Any]] = [
+            {"obs": obs[i : i + 1], "infos": [infos[i]], "act": None, "rew": None, "extra": {}} for i in range(num_envs)
+        ]
+        self.start_time: list[float | None] = [now] * num_envs
+        self.pending = np.zeros(num_envs, bool)  # ended at the last step: the next row is a reset
+
+    def begin(self, lookback: int) -> None:
+        self.horizon = lookback
+        self.rows_obs = [self.obs]
+        self.rows_act: list[np.ndarray] = []
+        self.rows_extra: list[dict[str, np.ndarray]] = []
+        self.rows_rew: list[np.ndarray] = []
+        self.rows_term: list[np.ndarray] = []
+        self.rows_trunc: list[np.ndarray] = []
+        self.rows_reset: list[np.ndarray] = []
+        self.rows_info: list[dict] = [{}]
+        self.rows_time: list[float] = [time.perf_counter()]
+        self.ended = self.pending.copy()
+
+    def add(self, act, extra, obs, rew, term, trunc, infos, now: float) -> int:
+        """Appends one step; returns its timesteps (envs that stepped, not reset)."""
+        reset = self.ended
+        self.rows_act.append(act)
+        self.rows_extra.append(extra)
+        self.rows_obs.append(obs)
+        self.rows_rew.append(rew)
+        self.rows_term.append(term)
+        self.rows_trunc.append(trunc)
+        self.rows_reset.append(reset)
+        self.rows_info.append(infos)
+        self.rows_time.append(now)
+        self.ended = (term | trunc) & ~reset
+        self.obs = obs
+        return self.num_envs - int(np.count_nonzero(reset))
+
+    def episodes(self, seq_no: int, obs_space, act_space, info_rows) -> tuple[list, list]:
+        """The chunks of this call: finished episodes in the order they finished, then the ongoing ones in
+        env order (those with steps); carries each ongoing episode's lookback into the next call."""
+        n, rows = self.num_envs, len(self.rows_act)
+        obs = np.stack(self.rows_obs)
+        col = {
+            "act": np.stack(self.rows_act) if rows else None,
+            "rew": np.stack(self.rows_rew) if rows else None,
+            "extra": self._extra_columns(rows, n, seq_no),
+            "infos": _LazyInfos(self.rows_info, info_rows, n),
+        }
+        if rows:
+            term, trunc, reset = np.stack(self.rows_term), np.stack(self.rows_trunc), np.stack(self.rows_reset)
+            done = (term | trunc) & ~reset
+        times = self.rows_time
+        finished: list[tuple[int, int, SingleAgentEpisode]] = []
+        ongoing: list[SingleAgentEpisode] = []
+        for i in range(n):
+            resets = (np.flatnonzero(reset[:, i]) + 1).tolist() if rows else []
+            ends = (np.flatnonzero(done[:, i]) + 1).tolist() if rows else []
+            starts = resets if self.pending[i] else [0, *resets]
+            for k, a in enumerate(starts):
+                ended = k < len(ends)
+                e = ends[k] if ended else rows
+                flags = (bool(term[e - 1, i]), bool(trunc[e - 1, i])) if ended else (False, False)
+                eps = self._chunk(i, a, e, obs, col, flags, obs_space, act_space)
+                # Durations as the parent times them: from the reset (or, in a chunk that continues an
+                # episode, from its first step) to the last step.
+                start = (self.start_time[i] if a == 0 else times[a]) or (times[1] if e > 0 else None)
+                eps._start_time = start
+                eps._last_step_time = times[e] if e > a else None
+                if ended:
+                    finished.append((e, i, eps))
+                else:
+                    if eps.t > 0:
+                        ongoing.append(eps)
+                    self._carry(i, eps)
+            if rows:
+                self.pending[i] = bool(ends) and ends[-1] == rows
+                if self.pending[i]:
+                    self.ids[i] = None
+        finished.sort(key=lambda x: (x[0], x[1]))
+        return [f[2] for f in finished], ongoing
+
+    def _extra_columns(self, rows: int, n: int, seq_no: int) -> dict[str, np.ndarray | None]:
+        """Each model output as a (rows, num_envs, ...) column; steps without it (random actions) get zeros,
+        as do outputs the lookback has and this call's steps lack."""
+        like: dict[str, np.ndarray] = {}
+        for row in self.rows_extra:
+            for k, v in row.items():
+                like.setdefault(k, v)
+        for lb in self.lookback:
+            for k, v in lb["extra"].items():
+                if k not in like and k != WEIGHTS_SEQ_NO:
+                    like[k] = np.zeros((n, *v.shape[1:]), v.dtype)
+        cols: dict[str, np.ndarray | None] = {}
+        for k, v in like.items():
+            zero = np.zeros_like(v)
+            cols[k] = np.stack([row.get(k, zero) for row in self.rows_extra]) if rows else None
+        cols[WEIGHTS_SEQ_NO] = np.full((rows, n), seq_no, np.int64)
+        return cols
+
+    def _chunk(self, i, a, e, obs, col, flags, obs_space, act_space) -> SingleAgentEpisode:
+        """Env ``i``'s episode from row ``a`` (its first observation) to row ``e``; an episode going on from
+        the last call (``a == 0``) starts with the lookback it carried."""
+        act, rew, extra = col["act"], col["rew"], col["extra"]
+        steps = slice(a, e)  # the steps into rows a + 1 .. e
+        if a == 0 and not self.pending[i]:
+            lb = self.lookback[i]
+            ident, t0 = self.ids[i], int(self.t[i])
+            k = 0 if lb["rew"] is None else len(lb["rew"])
+            o = np.concatenate([lb["obs"], obs[1 : e + 1, i]])
+            inf = lb["infos"] + col["infos"].rows(i, 1, e + 1)
+        else:
+            lb, ident, t0, k = None, uuid.uuid4().hex, 0, 0
+            o = obs[a : e + 1, i]
+            inf = col["infos"].rows(i, a, e + 1)
+        if act is None:  # no steps this call (num_timesteps=0)
+            ac, rw = np.zeros((0, *act_space.shape), act_space.dtype), np.zeros(0, np.float32)
+            ex: dict[str, np.ndarray] = {}
+        else:
+            ac, rw = act[steps, i], rew[steps, i]
+            ex = {key: v[steps, i] for key, v in extra.items()}
+        if k:
+            ac = np.concatenate([lb["act"], ac])
+            rw = np.concatenate([lb["rew"], rw])
+            for key in set(ex) | set(lb["extra"]):
+                before, after = lb["extra"].get(key), ex.get(key)
+                if before is None:
+                    before = np.zeros((k, *after.shape[1:]), after.dtype)
+                ex[key] = before if after is None else np.concatenate([before, after])
+        return SingleAgentEpisode(
+            ident,
+            observations=o,
+            observation_space=obs_space,
+            infos=inf,
+            actions=ac,
+            action_space=act_space,
+            rewards=rw,
+            terminated=flags[0],
+            truncated=flags[1],
+            extra_model_outputs=ex,
+            t_started=t0,
+            len_lookback_buffer=k,
+        )
+
+    def _carry(self, i: int, eps: SingleAgentEpisode) -> None:
+        """What ``eps.cut(len_lookback_buffer=horizon)`` keeps for the next chunk: the last ``horizon``
+        steps (lookback included) and the latest observation; the next chunk's clock starts at its first
+        step."""
+        n_rew = len(eps.rewards.data)
+        k = min(self.horizon, n_rew)
+        self.ids[i] = eps.id_
+        self.t[i] = eps.t
+        self.lookback[i] = {
+            "obs": eps.observations.data[len(eps.observations.data) - k - 1 :],
+            "infos": eps.infos.data[len(eps.infos.data) - k - 1 :],
+            "act": eps.actions.data[n_rew - k :] if k else None,
+            "rew": eps.rewards.data[n_rew - k :] if k else None,
+            "extra": {key: v.data[n_rew - k :] for key, v in eps.extra_model_outputs.items()} if k else {},
+        }
+        self.start_time[i] = None
+
+
+class _LazyInfos:
+    """Per-env info dicts, unbatched only for rows whose info is not empty."""
+
+    def __init__(self, rows: list[dict], to_list, n: int) -> None:
+        self._rows, self._to_list, self._n = rows, to_list, n
+        self._cache: dict[int, list[dict]] = {}
+
+    def rows(self, i: int, start: int, stop: int) -> list[dict]:
+        out = []
+        for r in range(start, stop):
+            info = self._rows[r]
+            if not info:
+                out.append({})
+                continue
+            if r not in self._cache:
+                self._cache[r] = self._to_list(info)
+            out.append(self._cache[r][i])
+        return out

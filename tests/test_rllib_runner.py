@@ -1,0 +1,334 @@
+"""fastvec.adapters.rllib.FastvecEnvRunner against RLlib's own SingleAgentEnvRunner: over the same
+fastvec pool, with the same weights and the same torch RNG stream, both return the same episode chunks
+(data, dtypes, lookback, t_started, flags, which chunks share an id) and the same metrics; where the
+fast path does not apply the runner is the parent, and says why; RLlib's algorithms train on it."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import numpy as np
+import pytest
+
+import fastvec
+
+pytestmark = [
+    pytest.mark.rllib,
+    pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning"),
+]
+
+# The metrics both runners must agree on (RLlib's names).
+METRICS = (
+    "num_env_steps_sampled",
+    "num_env_steps_sampled_lifetime",
+    "num_agent_steps_sampled",
+    "num_agent_steps_sampled_lifetime",
+    "num_module_steps_sampled",
+    "num_module_steps_sampled_lifetime",
+    "num_episodes",
+    "num_episodes_lifetime",
+    "episode_return_mean",
+    "episode_return_min",
+    "episode_return_max",
+    "episode_len_mean",
+    "episode_len_min",
+    "episode_len_max",
+    "agent_episode_return_mean",
+    "module_episode_return_mean",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def torch():
+    pytest.importorskip("ray.rllib")
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch
+    torch.set_num_threads(threads)
+
+
+def ppo_config(env_id: str, num_envs: int, lookback: int = 1, **env_runners):
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from fastvec.adapters.rllib import configure
+
+    config = PPOConfig().framework("torch").debugging(seed=0)
+    configure(config, env_id, num_envs=num_envs, num_threads=1, env_runner_cls=None)
+    return config.env_runners(num_env_runners=0, episode_lookback_horizon=lookback, **env_runners)
+
+
+def runner_pair(config):
+    """RLlib's runner and fastvec's, built from one config: same weights, same seeds, same space RNG."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from fastvec.adapters.rllib import FastvecEnvRunner
+
+    stock, fast = SingleAgentEnvRunner(config=config), FastvecEnvRunner(config=config)
+    fast.module.set_state(stock.module.get_state())
+    stock._seed = fast._seed  # worker 0: seed + 0 in both; set, not assumed
+    for runner in (stock, fast):
+        runner.env.action_space.seed(0)
+    return stock, fast
+
+
+def sample_both(torch, stock, fast, seed: int, **kwargs):
+    torch.manual_seed(seed)
+    a = stock.sample(**kwargs)
+    torch.manual_seed(seed)
+    b = fast.sample(**kwargs)
+    return a, b
+
+
+def assert_same_data(x, y, where: str) -> None:
+    if isinstance(x, dict):
+        assert isinstance(y, dict) and set(x) == set(y), (where, x, y)
+        for k in x:
+            assert_same_data(x[k], y[k], f"{where}.{k}")
+    elif isinstance(x, list | tuple):
+        assert type(x) is type(y) and len(x) == len(y), (where, len(x), len(y))
+        for i, (u, v) in enumerate(zip(x, y, strict=True)):
+            assert_same_data(u, v, f"{where}[{i}]")
+    elif isinstance(x, np.ndarray):
+        assert isinstance(y, np.ndarray), (where, type(y))
+        assert (x.dtype, x.shape) == (y.dtype, y.shape), (where, x.dtype, y.dtype, x.shape, y.shape)
+        np.testing.assert_array_equal(x, y, err_msg=where)
+    else:
+        assert type(x) is type(y) and x == y, (where, x, y)
+
+
+def assert_same_chunks(a, b, ids: dict[str, str], lookback_too: bool = True) -> None:
+    """Chunk by chunk: the same data and flags, and an id of RLlib's always maps to the same id of ours."""
+    assert len(a) == len(b), (len(a), len(b))
+    for x, y in zip(a, b, strict=True):
+        y.validate()
+        assert y.is_numpy
+        assert ids.setdefault(x.id_, y.id_) == y.id_, "two chunks of one episode got different ids"
+        facts = ("t_started", "t", "is_terminated", "is_truncated")
+        assert [getattr(x, f) for f in facts] == [getattr(y, f) for f in facts]
+        assert len(x) == len(y)
+        buffers = {"observations": (x.observations, y.observations), "actions": (x.actions, y.actions)}
+        buffers |= {"rewards": (x.rewards, y.rewards), "infos": (x.infos, y.infos)}
+        assert set(x.extra_model_outputs) == set(y.extra_model_outputs)
+        buffers |= {k: (x.extra_model_outputs[k], y.extra_model_outputs[k]) for k in x.extra_model_outputs}
+        for name, (bx, by) in buffers.items():
+            if lookback_too:
+                assert bx.lookback == by.lookback, (name, bx.lookback, by.lookback)
+                assert_same_data(bx.data, by.data, name)
+            else:
+                assert_same_data(bx.get(), by.get(), name)
+    assert len(set(ids.values())) == len(ids), "two episodes of RLlib's share an id of ours"
+
+
+def assert_same_metrics(stock, fast) -> dict:
+    ma, mb = stock.get_metrics(), fast.get_metrics()
+    for key in METRICS:
+        assert (key in ma) == (key in mb), key
+        if key in ma:
+            assert str(ma[key]) == str(mb[key]), (key, ma[key], mb[key])  # str: nested per-agent dicts
+    return mb
+
+
+# -- equivalence -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env_id", "num_envs", "lookback", "explore", "timesteps"),
+    [
+        ("CartPole-v1", 4, 3, True, 6),  # fewer steps per env than the lookback: the lookback spans chunks
+        ("CartPole-v1", 4, 1, True, 400),
+        ("CartPole-v1", 64, 3, True, 4000),
+        ("CartPole-v1", 256, 1, True, 4000),
+        ("CartPole-v1", 16, 1, False, 1000),
+        ("Pendulum-v1", 16, 3, True, 1000),  # Box actions, unsquashed from [-1, 1]
+        ("MountainCar-v0", 8, 1, True, 1700),  # truncation at 200 steps
+    ],
+)
+def test_the_same_chunks_and_metrics_as_rllibs_runner(torch, env_id, num_envs, lookback, explore, timesteps):
+    stock, fast = runner_pair(ppo_config(env_id, num_envs, lookback))
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    finished = truncated = 0
+    try:
+        for call in range(3):
+            a, b = sample_both(torch, stock, fast, call, num_timesteps=timesteps, explore=explore)
+            assert_same_chunks(a, b, ids)
+            finished += sum(e.is_done for e in b)
+            truncated += sum(e.is_truncated for e in b)
+            metrics = assert_same_metrics(stock, fast)
+            assert metrics["num_env_steps_sampled"] >= timesteps
+    finally:
+        stock.stop()
+        fast.stop()
+    steps_per_env = 3 * timesteps // num_envs
+    if env_id == "CartPole-v1" and steps_per_env >= 100:
+        assert finished > num_envs and len(ids) > num_envs  # episodes ended and new ones began
+    if env_id == "MountainCar-v0":
+        assert truncated >= num_envs
+
+
+def test_the_same_chunks_on_pong_with_its_infos(torch):
+    """Atari: normalized frames, the env's info (lives) in every step's dict."""
+    config = ppo_config("Pong-v5", 4, 1)
+    stock, fast = runner_pair(config)
+    ids: dict[str, str] = {}
+    try:
+        for call in range(2):
+            a, b = sample_both(torch, stock, fast, call, num_timesteps=200)
+            assert_same_chunks(a, b, ids)
+            assert set(b[0].infos.data[-1]) == {"lives"}
+            assert b[0].observations.data.dtype == np.float32
+            assert_same_metrics(stock, fast)
+    finally:
+        stock.stop()
+        fast.stop()
+
+
+def test_force_reset_and_a_changed_explore_flag(torch):
+    stock, fast = runner_pair(ppo_config("CartPole-v1", 8, 2))
+    ids: dict[str, str] = {}
+    try:
+        for call, kwargs in enumerate([{}, {"force_reset": True}, {"explore": False}, {"explore": True}]):
+            a, b = sample_both(torch, stock, fast, call, **({"num_timesteps": 300} | kwargs))
+            assert_same_chunks(a, b, ids)
+            assert_same_metrics(stock, fast)
+    finally:
+        stock.stop()
+        fast.stop()
+
+
+def test_random_actions_before_and_after_policy_calls(torch):
+    """Random actions carry no model outputs: in an episode that has both, those steps get zeros (RLlib's
+    own runner fails validate() on an episode of policy steps followed by random ones)."""
+    stock, fast = runner_pair(ppo_config("CartPole-v1", 8, 1))
+    ids: dict[str, str] = {}
+    try:
+        a, b = sample_both(torch, stock, fast, 0, num_timesteps=200, random_actions=True)
+        assert_same_chunks(a, b, ids)
+        assert set(b[-1].extra_model_outputs) == {"weights_seq_no"}
+        a, b = sample_both(torch, stock, fast, 1, num_timesteps=200)
+        assert_same_chunks(a, b, ids, lookback_too=False)  # RLlib's lookback lacks the outputs
+        assert_same_metrics(stock, fast)
+    finally:
+        stock.stop()
+    for random_actions in (True, False, True):
+        for eps in fast.sample(num_timesteps=200, random_actions=random_actions):
+            eps.validate()
+            lengths = {len(v.data) for v in eps.extra_model_outputs.values()}
+            assert lengths == {len(eps.actions.data)}
+            assert {"action_logp", "action_dist_inputs", "weights_seq_no"} <= set(eps.extra_model_outputs)
+    fast.stop()
+
+
+def test_chunks_keep_their_ids_across_calls_and_sum_to_whole_episodes(torch):
+    """What replay buffers and get_metrics rely on: every chunk of one episode has its id, chunks follow
+    on (t_started is the previous chunk's t), and a finished episode's chunks add up to its length."""
+    _, fast = runner_pair(ppo_config("CartPole-v1", 16, 1))
+    chunks: dict[str, list] = {}
+    try:
+        for _ in range(6):
+            for eps in fast.sample(num_timesteps=100):
+                chunks.setdefault(eps.id_, []).append(eps)
+    finally:
+        fast.stop()
+    whole = 0
+    for parts in chunks.values():
+        assert parts[0].t_started == 0
+        for before, after in itertools.pairwise(parts):
+            assert after.t_started == before.t and not before.is_done
+            first = after.observations.data[after.observations.lookback]  # the chunk's first observation
+            np.testing.assert_array_equal(first, before.observations.data[-1])
+        if parts[-1].is_done:
+            whole += 1
+            assert parts[-1].t == sum(len(p) for p in parts)
+    assert whole > 10
+
+
+# -- when the fast path does not apply -----------------------------------------
+
+
+def _callback_class():
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    class CountEnds(RLlibCallback):
+        def on_episode_end(self, *, episode, **kwargs):
+            episode.custom_data["seen"] = True
+
+    return CountEnds
+
+
+def _user_connector(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    return FlattenObservations()
+
+
+FALLBACKS = {
+    "env-to-module": (lambda c: c.env_runners(env_to_module_connector=_user_connector), "FlattenObservations"),
+    "callback class": (lambda c: c.callbacks(_callback_class()), "on_episode_end"),
+    "callback function": (lambda c: c.callbacks(on_episode_step=lambda **kw: None), "on_episode_step"),
+    "stateful module": (lambda c: c.rl_module(model_config={"use_lstm": True, "max_seq_len": 4}), "stateful"),
+    "episodes_to_numpy": (lambda c: c.env_runners(episodes_to_numpy=False), "episodes_to_numpy"),
+}
+
+
+@pytest.mark.parametrize("case", list(FALLBACKS))
+def test_the_fallback_is_the_parents_loop_and_says_why(torch, case, caplog):
+    change, words = FALLBACKS[case]
+    stock, fast = runner_pair(change(ppo_config("CartPole-v1", 4, 1)))
+    assert words in fast._fallback_reason
+    ids: dict[str, str] = {}
+    try:
+        with caplog.at_level(logging.INFO, logger="ray.rllib"):
+            for call in range(2):
+                a, b = sample_both(torch, stock, fast, call, num_timesteps=100)
+                if case == "episodes_to_numpy":
+                    assert not any(e.is_numpy for e in b)
+                    a, b = [e.to_numpy() for e in a], [e.to_numpy() for e in b]
+                assert_same_chunks(a, b, ids)
+        said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+        assert len(said) == 1 and words in said[0], said  # once, however many calls
+        assert_same_metrics(stock, fast)
+    finally:
+        stock.stop()
+        fast.stop()
+
+
+def test_sampling_whole_episodes_falls_back_and_the_next_fast_call_starts_afresh(torch):
+    stock, fast = runner_pair(ppo_config("CartPole-v1", 4, 1))
+    ids: dict[str, str] = {}
+    try:
+        for call, kwargs in enumerate([{"num_timesteps": 50}, {"num_episodes": 3}, {"num_timesteps": 50}]):
+            a, b = sample_both(torch, stock, fast, call, **kwargs)
+            assert_same_chunks(a, b, ids)
+            if "num_episodes" in kwargs:
+                assert all(e.is_done for e in b) and len(b) >= 3
+            assert_same_metrics(stock, fast)
+    finally:
+        stock.stop()
+        fast.stop()
+
+
+# -- seeds across runners ----------------------------------------------------
+
+
+def test_no_two_envs_of_three_runners_share_a_stream():
+    """Runner w seeds its env i with seed + w * num_envs + i (RLlib's seed + w would hand runner w's env i
+    the stream of runner w + 1's env i - 1): reproducible, and three runners start from distinct states."""
+    from fastvec.adapters.rllib import FastvecEnvRunner
+
+    n, firsts = 4, []
+    for w in (1, 2, 3):
+        config = ppo_config("CartPole-v1", n, 1)
+        runner = FastvecEnvRunner(config=config, worker_index=w, num_workers=3)
+        try:
+            assert runner._seed == 0 + w * n
+            first = np.stack([e.observations.data[0] for e in runner.sample(num_timesteps=n)[-n:]])
+        finally:
+            runner.stop()
+        expected, _ = fastvec.make("CartPole-v1", n, seed=w * n).reset(seed=w * n)
+        np.testing.assert_array_equal(first, expected)
+        firsts.append(first)
+    starts = np.concatenate(firsts)
+    assert len({row.tobytes() for row in starts}) == 3 * n
