@@ -19,25 +19,39 @@ threads never see the columns.
 
 from __future__ import annotations
 
+import gc
 import logging
+import math
 import time
 import uuid
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.connectors.module_to_env import GetActions
+from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.env_runner import ENV_STEP_FAILURE, NUM_ENV_STEP_FAILURES_LIFETIME
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
-from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.env.single_agent_episode import _REWARDS_BOX_SPACE, SingleAgentEpisode
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from ray.rllib.utils.metrics import (
     ENV_STEP_TIMER,
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
     RLMODULE_INFERENCE_TIMER,
     WEIGHTS_SEQ_NO,
 )
 from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.spaces.space_utils import get_base_struct_from_space
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 logger = logging.getLogger("ray.rllib")
@@ -57,6 +71,18 @@ _DEFAULT_MODULE_TO_ENV = (
     "RemoveSingleTsTimeRankFromBatch",
     "NormalizeAndClipActions",
     "ListifyDataForVectorEnv",
+)
+# What SingleAgentEnvRunner._log_episode_metrics logs per episode: key, and which of (length, return, seconds).
+_EPISODE_METRICS = (
+    (EPISODE_LEN_MEAN, 0),
+    (EPISODE_RETURN_MEAN, 1),
+    (EPISODE_DURATION_SEC_MEAN, 2),
+    (("agent_episode_return_mean", DEFAULT_AGENT_ID), 1),
+    (("module_episode_return_mean", DEFAULT_MODULE_ID), 1),
+    (EPISODE_LEN_MIN, 0),
+    (EPISODE_RETURN_MIN, 1),
+    (EPISODE_LEN_MAX, 0),
+    (EPISODE_RETURN_MAX, 1),
 )
 _EPISODE_CALLBACKS = ("on_episode_created", "on_episode_start", "on_episode_step", "on_episode_end")
 
@@ -82,6 +108,11 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._fallback_reason = self._static_fallback_reason()
         self._fallback_logged: set[str] = set()
         self._cols: _Columns | None = None
+        # What the process holds once Ray, torch and the runner are built (some 400k objects) is
+        # long-lived: frozen, the cyclic GC stops walking it in every full collection, which took one
+        # sample() call in three or four to half speed (CartPole, 64 and 256 envs).
+        gc.collect()
+        gc.freeze()
 
     # -- when the fast path applies -------------------------------------------------------------
 
@@ -151,7 +182,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._shared_data = {}
         obs, infos = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None, options=None)
         self._needs_initial_reset = False
-        self._cols = _Columns(self.num_envs, obs, infos, time.perf_counter())
+        spaces = self.env.single_observation_space, self.env.single_action_space
+        self._cols = _Columns(self.num_envs, obs, infos, time.perf_counter(), *spaces)
 
     def _step_env(self, actions: np.ndarray) -> Any:
         """``env.step`` on the wrapper under RLlib's ``DictInfoToList`` (infos stay a dict of arrays, turned
@@ -172,15 +204,37 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
     ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_initial_reset or self._cols is None:
             self._reset_columns()
+        module = self.module
+        # TorchRLModule.forward_exploration/-inference put the module in eval mode around each call
+        # (a recursive walk over its layers, twice a step): here once for the whole call.
+        plain = (
+            type(module).forward_exploration is TorchRLModule.forward_exploration
+            and type(module).forward_inference is TorchRLModule.forward_inference
+        )
+        was_training = module.training if plain else False
+        if plain:
+            module.eval()
+        try:
+            return self._sample_loop(num_timesteps, explore, random_actions, plain)
+        finally:
+            if was_training:
+                module.train()
+
+    def _sample_loop(
+        self, num_timesteps: int, explore: bool, random_actions: bool, plain: bool
+    ) -> list[SingleAgentEpisode]:
         cols = self._cols
         assert cols is not None
         cols.begin(self.config.episode_lookback_horizon)
+        module = self.module
+        if explore:
+            forward = module._forward_exploration if plain else module.forward_exploration
+        else:
+            forward = module._forward_inference if plain else module.forward_inference
         runners = self.config.num_env_runners or 1
-        space = self.env.single_action_space
-        to_env_fn = _action_map(space, self.config.normalize_actions, self.config.clip_actions)
-        ts = 0
+        to_env_fn = _action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
+        ts = steps = 0
         infer_s = step_s = 0.0
-        steps = 0
         while ts < num_timesteps:
             if random_actions:
                 actions = self.env.action_space.sample()
@@ -188,20 +242,9 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
                 actions_for_env = actions
             else:
                 t0 = time.perf_counter()
-                batch = convert_to_torch_tensor({Columns.OBS: cols.obs}, device=self._device)
-                if explore:
-                    t = (self.num_env_steps_sampled_lifetime // runners + ts) * runners
-                    out = self.module.forward_exploration(batch, t=t)
-                else:
-                    out = self.module.forward_inference(batch)
-                self._get_actions._get_actions(out, self.module, explore)
-                out = convert_to_numpy(out)
+                t = (self.num_env_steps_sampled_lifetime // runners + ts) * runners if explore else None
+                actions, actions_for_env, extra = self._policy(cols.obs, forward, explore, t, to_env_fn)
                 infer_s += time.perf_counter() - t0
-                actions = out.pop(Columns.ACTIONS)
-                actions_for_env = out.pop(Columns.ACTIONS_FOR_ENV, None)
-                if actions_for_env is None:
-                    actions_for_env = to_env_fn(actions)
-                extra = out
             t0 = time.perf_counter()
             results = self._step_env(actions_for_env)
             step_s += time.perf_counter() - t0
@@ -220,18 +263,77 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             self._log_env_steps(metric=self._metrics_num_try_env_step, num_steps=steps)
             if not random_actions:
                 self.metrics.log_value(RLMODULE_INFERENCE_TIMER, infer_s / steps)
-        done, ongoing = cols.episodes(
-            self._weights_seq_no,
-            self.env.single_observation_space,
-            space,
-            self.env._convert_info_to_list,
-        )
+        done, ongoing = cols.episodes(self._weights_seq_no, self.env._convert_info_to_list)
         self._done_episodes_for_metrics.extend(done)
         for eps in ongoing:
             self._ongoing_episodes_for_metrics[eps.id_].append(eps)
         self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=ts)
         self._increase_sampled_metrics(ts, len(done))
         return done + ongoing
+
+    def _policy(self, obs: np.ndarray, forward: Any, explore: bool, t: int | None, to_env: Any) -> tuple:
+        """One batched forward pass and the actions as RLlib's ``GetActions`` draws them: the actions (for
+        the episodes), the actions for the env (unsquashed or clipped) and the other model outputs."""
+        batch = {Columns.OBS: _to_tensor(obs, self._device)}
+        out = forward(batch, t=t) if explore else forward(batch)
+        self._get_actions._get_actions(out, self.module, explore)
+        out = _to_numpy(out)
+        actions = out.pop(Columns.ACTIONS)
+        actions_for_env = out.pop(Columns.ACTIONS_FOR_ENV, None)
+        return actions, to_env(actions) if actions_for_env is None else actions_for_env, out
+
+    def get_metrics(self) -> Any:
+        """The parent's metrics, with the episode metrics logged only for the episodes their window holds:
+        each is a mean, min or max over the last ``metrics_num_episodes_for_smoothing / num_env_runners``
+        episodes, so the ones before those never count (RLlib logs every episode, 10 values each)."""
+        done = self._done_episodes_for_metrics
+        chunks = self._ongoing_episodes_for_metrics
+        earlier = [chunks.pop(eps.id_, ()) for eps in done]
+        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)))
+        values = []
+        for eps, before in list(zip(done, earlier, strict=True))[-window:]:
+            length, ret, seconds = len(eps), eps.get_return(), eps.get_duration_s()
+            for chunk in before:
+                length += len(chunk)
+                ret += chunk.get_return()
+                seconds += chunk.get_duration_s()
+            values.append((length, ret, seconds))
+        done.clear()
+        if values:
+            # The first as the parent logs it (which makes the Stats objects); the others pushed to the same
+            # Stats in the same order, without log_value's lookups (nine values an episode).
+            self._log_episode_metrics(*values[0])
+            stats = [(self.metrics._get_key(key), which) for key, which in _EPISODE_METRICS]
+            for row in values[1:]:
+                for st, which in stats:
+                    st.push(row[which])
+        return self.metrics.reduce()
+
+
+def _to_tensor(obs: Any, device: Any) -> Any:
+    """RLlib's ``convert_to_torch_tensor`` for one numpy batch (floats as float32), without its tree walk."""
+    if not isinstance(obs, np.ndarray) or obs.dtype == object:
+        return convert_to_torch_tensor(obs, device=device)
+    tensor = torch.from_numpy(obs)
+    if tensor.is_floating_point() and tensor.dtype != torch.float16:
+        tensor = tensor.float()
+    return tensor if device is None else tensor.to(device)
+
+
+def _to_numpy(out: dict[str, Any]) -> dict[str, Any]:
+    """RLlib's ``convert_to_numpy`` (floats to float32, signed ints to int32) for a flat dict of batched
+    tensors, without its tree walk; anything else goes through RLlib's."""
+    if not all(isinstance(v, torch.Tensor) and v.dim() > 0 for v in out.values()):
+        return convert_to_numpy(out)
+    result = {}
+    for k, v in out.items():
+        a = v.detach().cpu().numpy()
+        if np.issubdtype(a.dtype, np.floating):
+            a = a.astype(np.float32)
+        elif np.issubdtype(a.dtype, int):
+            a = a.astype(np.int32)
+        result[k] = a
+    return result
 
 
 def _action_map(space: gym.Space, normalize: bool, clip: bool) -> Any:
@@ -263,8 +365,11 @@ class _Columns:
     at the end of the call.
     """
 
-    def __init__(self, num_envs: int, obs: np.ndarray, infos: list[dict], now: float) -> None:
+    def __init__(
+        self, num_envs: int, obs: np.ndarray, infos: list[dict], now: float, obs_space: gym.Space, act_space: gym.Space
+    ) -> None:
         self.num_envs = num_envs
+        self.build = _EpisodeBuilder(obs_space, act_space)
         self.obs = obs  # the latest observations: what the next forward pass takes
         # Per env, the ongoing episode: id, its t, and the lookback the next chunk starts with
         # (observations and infos: one more than the others). None: the env's next row is a reset.
@@ -305,7 +410,7 @@ class _Columns:
         self.obs = obs
         return self.num_envs - int(np.count_nonzero(reset))
 
-    def episodes(self, seq_no: int, obs_space, act_space, info_rows) -> tuple[list, list]:
+    def episodes(self, seq_no: int, info_rows) -> tuple[list, list]:
         """The chunks of this call: finished episodes in the order they finished, then the ongoing ones in
         env order (those with steps); carries each ongoing episode's lookback into the next call."""
         n, rows = self.num_envs, len(self.rows_act)
@@ -322,15 +427,15 @@ class _Columns:
         times = self.rows_time
         finished: list[tuple[int, int, SingleAgentEpisode]] = []
         ongoing: list[SingleAgentEpisode] = []
+        resets_of, ends_of = _rows_by_env(reset if rows else None, n), _rows_by_env(done if rows else None, n)
         for i in range(n):
-            resets = (np.flatnonzero(reset[:, i]) + 1).tolist() if rows else []
-            ends = (np.flatnonzero(done[:, i]) + 1).tolist() if rows else []
+            resets, ends = resets_of[i], ends_of[i]
             starts = resets if self.pending[i] else [0, *resets]
             for k, a in enumerate(starts):
                 ended = k < len(ends)
                 e = ends[k] if ended else rows
                 flags = (bool(term[e - 1, i]), bool(trunc[e - 1, i])) if ended else (False, False)
-                eps = self._chunk(i, a, e, obs, col, flags, obs_space, act_space)
+                eps = self._chunk(i, a, e, obs, col, flags)
                 # Durations as the parent times them: from the reset (or, in a chunk that continues an
                 # episode, from its first step) to the last step.
                 start = (self.start_time[i] if a == 0 else times[a]) or (times[1] if e > 0 else None)
@@ -367,7 +472,7 @@ class _Columns:
         cols[WEIGHTS_SEQ_NO] = np.full((rows, n), seq_no, np.int64)
         return cols
 
-    def _chunk(self, i, a, e, obs, col, flags, obs_space, act_space) -> SingleAgentEpisode:
+    def _chunk(self, i, a, e, obs, col, flags) -> SingleAgentEpisode:
         """Env ``i``'s episode from row ``a`` (its first observation) to row ``e``; an episode going on from
         the last call (``a == 0``) starts with the lookback it carried."""
         act, rew, extra = col["act"], col["rew"], col["extra"]
@@ -382,8 +487,10 @@ class _Columns:
             lb, ident, t0, k = None, uuid.uuid4().hex, 0, 0
             o = obs[a : e + 1, i]
             inf = col["infos"].rows(i, a, e + 1)
-        if act is None:  # no steps this call (num_timesteps=0)
-            ac, rw = np.zeros((0, *act_space.shape), act_space.dtype), np.zeros(0, np.float32)
+        if act is None:  # no steps this call (num_timesteps=0): the lookback only
+            space = self.build.act_space
+            ac = lb["act"][:0] if k else np.zeros((0, *space.shape), space.dtype)
+            rw = lb["rew"][:0] if k else np.zeros(0, np.float32)
             ex: dict[str, np.ndarray] = {}
         else:
             ac, rw = act[steps, i], rew[steps, i]
@@ -396,20 +503,7 @@ class _Columns:
                 if before is None:
                     before = np.zeros((k, *after.shape[1:]), after.dtype)
                 ex[key] = before if after is None else np.concatenate([before, after])
-        return SingleAgentEpisode(
-            ident,
-            observations=o,
-            observation_space=obs_space,
-            infos=inf,
-            actions=ac,
-            action_space=act_space,
-            rewards=rw,
-            terminated=flags[0],
-            truncated=flags[1],
-            extra_model_outputs=ex,
-            t_started=t0,
-            len_lookback_buffer=k,
-        )
+        return self.build(ident, o, inf, ac, rw, flags, ex, t0, k)
 
     def _carry(self, i: int, eps: SingleAgentEpisode) -> None:
         """What ``eps.cut(len_lookback_buffer=horizon)`` keeps for the next chunk: the last ``horizon``
@@ -429,14 +523,75 @@ class _Columns:
         self.start_time[i] = None
 
 
+def _rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
+    """For each env, the rows (1-based: step ``s`` is row ``s + 1``) where ``flags[step, env]`` is set."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    if flags is not None:
+        envs, steps = np.nonzero(flags.T)  # env-major, steps ascending within an env
+        for env, row in zip(envs.tolist(), (steps + 1).tolist(), strict=True):
+            out[env].append(row)
+    return out
+
+
+class _EpisodeBuilder:
+    """``SingleAgentEpisode(...)`` with numpy data, without the constructor's per-buffer work: the space
+    structs are worked out once per runner, not nine times per chunk (most of a chunk's cost in RLlib's
+    constructor). The same attributes as the constructor sets (a test holds the two side by side)."""
+
+    def __init__(self, obs_space: gym.Space, act_space: gym.Space) -> None:
+        self.obs_space, self.act_space = obs_space, act_space
+        self._structs = {
+            "obs": get_base_struct_from_space(obs_space),
+            "act": get_base_struct_from_space(act_space),
+            "rew": get_base_struct_from_space(_REWARDS_BOX_SPACE),
+            None: get_base_struct_from_space(None),
+        }
+
+    @staticmethod
+    def _buffer(data: Any, lookback: int, space: gym.Space | None, struct: Any) -> InfiniteLookbackBuffer:
+        # lookback <= len(data) here, so the constructor's min() is a no-op
+        buffer = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+        buffer.__dict__ = {
+            "data": data,
+            "lookback": lookback,
+            "finalized": not isinstance(data, list),
+            "_space": space,
+            "_space_struct": struct,
+        }
+        return buffer
+
+    def __call__(self, ident, obs, infos, actions, rewards, flags, extra, t_started: int, lookback: int):
+        structs, none = self._structs, self._structs[None]
+        eps = SingleAgentEpisode.__new__(SingleAgentEpisode)
+        eps.id_ = ident
+        eps.agent_id = eps.module_id = eps.multi_agent_episode_id = None
+        eps.observations = self._buffer(obs, lookback, self.obs_space, structs["obs"])
+        eps._observation_space = self.obs_space
+        eps.infos = self._buffer(infos, lookback, None, none)
+        eps.actions = self._buffer(actions, lookback, self.act_space, structs["act"])
+        eps._action_space = self.act_space
+        eps.rewards = self._buffer(rewards, lookback, _REWARDS_BOX_SPACE, structs["rew"])
+        eps.is_terminated, eps.is_truncated = flags
+        eps.extra_model_outputs = {k: self._buffer(v, lookback, None, none) for k, v in extra.items()}
+        eps.t_started = t_started
+        eps.t = len(rewards) - lookback + t_started
+        eps._custom_data = {}
+        eps._start_time = eps._last_step_time = None
+        eps._last_added_observation = eps._last_added_infos = None
+        return eps
+
+
 class _LazyInfos:
     """Per-env info dicts, unbatched only for rows whose info is not empty."""
 
     def __init__(self, rows: list[dict], to_list, n: int) -> None:
         self._rows, self._to_list, self._n = rows, to_list, n
+        self._any = any(rows)
         self._cache: dict[int, list[dict]] = {}
 
     def rows(self, i: int, start: int, stop: int) -> list[dict]:
+        if not self._any:
+            return [{} for _ in range(start, stop)]
         out = []
         for r in range(start, stop):
             info = self._rows[r]

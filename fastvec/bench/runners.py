@@ -321,40 +321,92 @@ def _rllib_atari_default(env_id: str) -> str:
 
 
 class RLlibRunner(Runner):
-    """RLlib's EnvRunner.sample() (new API stack, PPO's default torch module: the policy's forward pass
-    is in the loop, as in training), with RLlib's default vectorization (gymnasium's SyncVectorEnv over
-    gymnasium's env; for Atari, RLlib's own Atari wrappers) or with fastvec."""
+    """RLlib's EnvRunner.sample() as RLlib's algorithms call it (new API stack, PPO's default torch module:
+    the policy's forward pass is in the loop, as in training): ``timesteps`` env steps per call, then
+    ``get_metrics()``, as ``synchronous_parallel_sample`` does. ``runner``: "default" (RLlib's runner and
+    vectorization: gymnasium's SyncVectorEnv over gymnasium's env; for Atari, RLlib's own Atari
+    wrappers), "stock" (RLlib's SingleAgentEnvRunner on a fastvec pool), "fastvec" (FastvecEnvRunner)."""
 
-    def __init__(self, env_id: str, num_envs: int, use_fastvec: bool, num_threads: int = 1) -> None:
+    def __init__(
+        self, env_id: str, num_envs: int, runner: str = "fastvec", num_threads: int = 1, timesteps: int = 4000
+    ) -> None:
         import torch
-        from ray.rllib.algorithms.ppo import PPOConfig
         from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
         torch.set_num_threads(1)
-        config = PPOConfig().framework("torch").debugging(seed=0)
-        atari = is_atari(env_id)
-        if use_fastvec:
-            from fastvec.adapters.rllib import configure
-
-            configure(config, env_id, num_envs=num_envs, num_threads=num_threads, **(RLLIB_ATARI if atari else {}))
-        else:
-            config.environment(_rllib_atari_default(env_id) if atari else env_id)
-            config.env_runners(num_envs_per_env_runner=num_envs)
-        config.env_runners(num_env_runners=0)
-        self._runner = SingleAgentEnvRunner(config=config)
-        self.steps_per_call = num_envs
-        self._runner.sample(num_timesteps=num_envs, random_actions=False)
+        config = rllib_config(env_id, num_envs, runner, num_threads)
+        cls = config.env_runner_cls or SingleAgentEnvRunner
+        self._runner = cls(config=config)
+        self.steps_per_call = self.timesteps = max(timesteps, num_envs)
+        self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
+        self._runner.get_metrics()
 
     def run(self, calls: int) -> int:
-        episodes = self._runner.sample(num_timesteps=calls * self.steps_per_call, random_actions=False)
-        return sum(len(e) for e in episodes)
+        steps = 0
+        for _ in range(calls):
+            episodes = self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
+            self._runner.get_metrics()
+            steps += sum(len(e) for e in episodes)
+        return steps
 
     def close(self) -> None:
         self._runner.stop()
 
 
-def make_rllib(env_id: str, num_envs: int, use_fastvec: bool) -> Runner:
-    return RLlibRunner(env_id, num_envs, use_fastvec)
+def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) -> Any:
+    """PPO's config for one local EnvRunner of ``num_envs`` envs (see RLlibRunner for ``runner``)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    config = PPOConfig().framework("torch").debugging(seed=0)
+    atari = is_atari(env_id)
+    if runner == "default":
+        config.environment(_rllib_atari_default(env_id) if atari else env_id)
+        config.env_runners(num_envs_per_env_runner=num_envs)
+    else:
+        from fastvec.adapters._rllib_runner import FastvecEnvRunner
+        from fastvec.adapters.rllib import configure
+
+        cls = FastvecEnvRunner if runner == "fastvec" else None
+        options = RLLIB_ATARI if atari else {}
+        configure(config, env_id, num_envs=num_envs, num_threads=num_threads, env_runner_cls=cls, **options)
+    return config.env_runners(num_env_runners=0)
+
+
+class RLlibLoopRunner(Runner):
+    """The ceiling of any EnvRunner on fastvec: FastvecEnvRunner's own batched loop (its forward pass and
+    actions, the pool's step) with no episodes built and no metrics kept."""
+
+    def __init__(self, env_id: str, num_envs: int, num_threads: int = 1, timesteps: int = 4000) -> None:
+        import torch
+
+        from fastvec.adapters._rllib_runner import FastvecEnvRunner, _action_map
+
+        torch.set_num_threads(1)
+        self._runner = FastvecEnvRunner(config=rllib_config(env_id, num_envs, "fastvec", num_threads))
+        self._runner.module.eval()
+        self._to_env = _action_map(self._runner.env.single_action_space, True, False)
+        self.num_envs = num_envs
+        self.steps_per_call = self.timesteps = max(timesteps, num_envs)
+        self._obs, _ = self._runner.env.env.reset(seed=0)
+        self.run(1)
+
+    def run(self, calls: int) -> int:
+        runner, env = self._runner, self._runner.env.env
+        forward = runner.module._forward_exploration
+        obs, steps = self._obs, 0
+        for _ in range(calls * (self.timesteps // self.num_envs)):
+            _, actions, _ = runner._policy(obs, forward, True, 0, self._to_env)
+            obs = env.step(actions)[0]
+            steps += self.num_envs
+        self._obs = obs
+        return steps
+
+    def close(self) -> None:
+        self._runner.stop()
+
+
+def make_rllib(env_id: str, num_envs: int, runner: str) -> Runner:
+    return RLlibRunner(env_id, num_envs, runner)
 
 
 def make_ray_actors(env_id: str, num_envs: int) -> Runner:
@@ -480,14 +532,21 @@ CONTENDERS = [
         "rllib-default",
         "RLlib EnvRunner.sample(), default vectorization",
         "ray.rllib",
-        lambda e, n: make_rllib(e, n, False),
+        lambda e, n: make_rllib(e, n, "default"),
+        max_envs=256,
+    ),
+    Contender(
+        "rllib-fastvec-stock",
+        "RLlib SingleAgentEnvRunner.sample() on fastvec",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, "stock"),
         max_envs=256,
     ),
     Contender(
         "rllib-fastvec",
-        "RLlib EnvRunner.sample() on fastvec",
+        "RLlib FastvecEnvRunner.sample()",
         "ray.rllib",
-        lambda e, n: make_rllib(e, n, True),
+        lambda e, n: make_rllib(e, n, "fastvec"),
         max_envs=256,
     ),
     Contender(
