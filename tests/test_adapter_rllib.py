@@ -322,3 +322,73 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
     finally:
         algo.stop()
         ray.shutdown()
+
+
+# -- RLlib's old API stack ---------------------------------------------------
+
+
+def test_the_old_stack_base_env_steps_the_pool_as_gymnasium_envs():
+    """poll/send_actions/try_reset (RLlib's VectorEnvWrapper over OldStackVectorEnv) give what gymnasium's
+    CartPole gives, env by env; a finished env is reset by try_reset and goes on."""
+    import gymnasium as gym
+    from ray.rllib.env.base_env import _DUMMY_AGENT_ID, convert_to_base_env
+
+    from fastvec.adapters.rllib import OldStackVectorEnv
+
+    n = 3
+    with pytest.raises(ValueError, match="autoreset_mode='disabled'"):
+        OldStackVectorEnv(fastvec.make("CartPole-v1", n))
+    vec = OldStackVectorEnv(fastvec.make("CartPole-v1", n, autoreset_mode="disabled"))
+    base = convert_to_base_env(vec, num_envs=n)
+    refs = [gym.make("CartPole-v1") for _ in range(n)]
+    obs, infos = vec.vector_reset(seeds=[10, 11, 12])
+    for i, ref in enumerate(refs):
+        np.testing.assert_array_equal(obs[i], ref.reset(seed=10 + i)[0])
+    base.first_reset_done = True  # the wrapper would reset unseeded at its first poll
+    base.new_obs, base.cur_infos = obs, infos
+    rng = np.random.default_rng(0)
+    resets = 0
+    for _ in range(60):
+        polled, rewards, terminated, truncated, _, _ = base.poll()
+        actions = rng.integers(0, 2, n)
+        for i, ref in enumerate(refs):
+            if terminated[i]["__all__"] or truncated[i]["__all__"]:
+                seed = 100 + resets
+                resets += 1
+                got, _ = base.try_reset(i, seed=seed)
+                np.testing.assert_array_equal(got[i][_DUMMY_AGENT_ID], ref.reset(seed=seed)[0])
+        base.send_actions({i: {_DUMMY_AGENT_ID: int(actions[i])} for i in range(n)})
+        for i, ref in enumerate(refs):
+            o, r, term, trunc, _ = ref.step(int(actions[i]))
+            np.testing.assert_array_equal(base.new_obs[i], o)
+            assert (base.cur_rewards[i], base.cur_terminateds[i], base.cur_truncateds[i]) == (r, term, trunc)
+    assert resets > 0
+    base.stop()
+    assert vec.pool.closed
+
+
+def test_ppo_trains_on_the_old_api_stack(local_ray):
+    """RLlib's old stack (RolloutWorker, BaseEnv): PPO samples from a fastvec pool per worker and learns."""
+    from fastvec.adapters.rllib import OldStackVectorEnv, configure_old_stack
+
+    config = (
+        bare_ppo_config()
+        .framework("torch")
+        .debugging(seed=0)
+        .training(lr=1e-3, train_batch_size=1024, minibatch_size=256, num_epochs=4)
+        .env_runners(num_env_runners=0, rollout_fragment_length="auto")
+    )
+    configure_old_stack(config, "CartPole-v1", num_envs=8, num_threads=1)
+    assert not config.enable_env_runner_and_connector_v2
+    algo = config.build_algo()
+    try:
+        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(4)]
+        env = algo.env_runner.env
+        assert isinstance(env, OldStackVectorEnv) and isinstance(env.pool, fastvec.VectorEnv)
+        assert env.pool.num_envs == 8 and env.pool.num_threads == 1
+    finally:
+        algo.stop()
+    print("episode_return_mean per iteration:", [round(r, 1) for r in returns])
+    assert returns[-1] > returns[0], returns
+    with pytest.raises(TypeError, match="gravity"):
+        configure_old_stack(bare_ppo_config(), "CartPole-v1", num_envs=2, gravity=3.0)

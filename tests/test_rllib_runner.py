@@ -264,8 +264,19 @@ def _user_connector(env=None, spaces=None, device=None):
     return FlattenObservations()
 
 
+def _user_module_to_env(env=None, spaces=None):
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
+
+    class PassActionsOn(ConnectorV2):
+        def __call__(self, *, rl_module, batch, episodes, **kwargs):
+            return batch
+
+    return PassActionsOn()
+
+
 FALLBACKS = {
     "env-to-module": (lambda c: c.env_runners(env_to_module_connector=_user_connector), "FlattenObservations"),
+    "module-to-env": (lambda c: c.env_runners(module_to_env_connector=_user_module_to_env), "PassActionsOn"),
     "callback class": (lambda c: c.callbacks(_callback_class()), "on_episode_end"),
     "callback function": (lambda c: c.callbacks(on_episode_step=lambda **kw: None), "on_episode_step"),
     "stateful module": (lambda c: c.rl_module(model_config={"use_lstm": True, "max_seq_len": 4}), "stateful"),
@@ -332,3 +343,82 @@ def test_no_two_envs_of_three_runners_share_a_stream():
         firsts.append(first)
     starts = np.concatenate(firsts)
     assert len({row.tobytes() for row in starts}) == 3 * n
+
+
+# -- the shortcuts, held against what they stand for ---------------------------
+
+
+def test_the_episode_builder_sets_what_rllibs_constructor_sets():
+    """FastvecEnvRunner builds chunks without SingleAgentEpisode's constructor (its per-buffer space walks
+    are most of a chunk's cost): every slot and every buffer attribute must come out the same."""
+    import gymnasium as gym
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    from fastvec.adapters._rllib_runner import _EpisodeBuilder
+
+    obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2)
+    rng = np.random.default_rng(0)
+    obs = rng.random((6, 3), dtype=np.float32)
+    data = dict(
+        observations=obs,
+        infos=[{"a": i} for i in range(6)],
+        actions=np.array([0, 1, 1, 0, 1], np.int32),
+        rewards=np.ones(5, np.float32),
+        extra_model_outputs={"action_logp": rng.random(5, dtype=np.float32), "weights_seq_no": np.zeros(5, np.int64)},
+    )
+    for lookback, flags in ((0, (False, False)), (2, (True, False)), (5, (False, True))):
+        ref = SingleAgentEpisode(
+            "x",
+            observation_space=obs_space,
+            action_space=act_space,
+            terminated=flags[0],
+            truncated=flags[1],
+            t_started=7,
+            len_lookback_buffer=lookback,
+            **data,
+        )
+        built = _EpisodeBuilder(obs_space, act_space)(
+            "x",
+            data["observations"],
+            data["infos"],
+            data["actions"],
+            data["rewards"],
+            flags,
+            data["extra_model_outputs"],
+            7,
+            lookback,
+        )
+        for slot in SingleAgentEpisode.__slots__:
+            a, b = getattr(ref, slot), getattr(built, slot)
+            if slot in ("observations", "infos", "actions", "rewards"):
+                assert a.__dict__.keys() == b.__dict__.keys() and a == b, slot
+            elif slot == "extra_model_outputs":
+                assert a.keys() == b.keys() and all(a[k] == b[k] for k in a)
+            elif slot not in ("_start_time", "_last_step_time"):  # the constructor leaves both None, too
+                assert a == b and type(a) is type(b), (slot, a, b)
+        built.validate()
+
+
+def test_the_tensor_conversions_are_rllibs():
+    """The loop's numpy<->torch shortcuts give what RLlib's convert_to_torch_tensor / convert_to_numpy give:
+    values and dtypes (floats to float32, signed ints to int32 on the way back; uint8 and bool kept)."""
+    import torch
+    from ray.rllib.utils.numpy import convert_to_numpy
+    from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+    from fastvec.adapters._rllib_runner import _to_numpy, _to_tensor
+
+    for array in (np.ones((4, 3), np.float64), np.ones((4, 3), np.float32), np.ones((4, 84, 84, 4), np.uint8)):
+        a, b = convert_to_torch_tensor(array), _to_tensor(array, None)
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    out = {
+        "f64": torch.ones(4, dtype=torch.float64),
+        "f32": torch.ones(4, 2),
+        "i64": torch.arange(4),
+        "u8": torch.ones(4, dtype=torch.uint8),
+        "b": torch.ones(4, dtype=torch.bool),
+    }
+    a, b = convert_to_numpy(dict(out)), _to_numpy(dict(out))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k

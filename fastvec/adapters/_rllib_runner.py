@@ -117,8 +117,10 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
     # -- when the fast path applies -------------------------------------------------------------
 
     def _static_fallback_reason(self) -> str | None:
-        if self.env is None or self.module is None:
-            return None  # nothing to sample with; the parent says so
+        if self.env is None:
+            return None  # nothing to sample; the parent says so
+        if self.module is None:
+            return "there is no RLModule (random actions only)"
         pool = self.env.unwrapped
         mode = getattr(pool, "metadata", {}).get("autoreset_mode")
         if mode is not gym.vector.AutoresetMode.NEXT_STEP:

@@ -38,17 +38,19 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from fastvec.registry import lookup
-from fastvec.vector import _is_native, make
+from fastvec.vector import _is_native, info_rows, make
 
 try:
     import ray
+    from ray.rllib.env.base_env import BaseEnv
+    from ray.rllib.env.vector_env import VectorEnv, VectorEnvWrapper
     from ray.tune.registry import register_env
 
     from fastvec.adapters._rllib_runner import FastvecEnvRunner
 except ImportError as e:  # pragma: no cover - exercised only without Ray
     raise ImportError('fastvec.rllib_env needs RLlib: pip install "ray[rllib]"') from e
 
-__all__ = ["FastvecEnvRunner", "NormalizedImages", "configure", "rllib_env"]
+__all__ = ["FastvecEnvRunner", "NormalizedImages", "OldStackVectorEnv", "configure", "configure_old_stack", "rllib_env"]
 
 _RESERVED = ("num_envs", "autoreset_mode", "batch_size")
 
@@ -178,17 +180,7 @@ def configure(
 
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """
-    cpus = num_threads if num_threads is not None else config.num_cpus_per_env_runner
-    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus < 1:
-        raise ValueError(f"num_threads must be a positive int, got {cpus!r}")
-    cpus = int(cpus)
-    largest = _largest_node_cpus()
-    if cpus > largest:
-        where = "node of the Ray cluster" if ray.is_initialized() else "CPU count of this machine (what ray.init gives)"
-        raise ValueError(
-            f"num_threads={cpus}: an EnvRunner reserves a CPU per pool thread, and the largest {where} is "
-            f"{largest}; RLlib would wait for ever to place the runner. Use num_threads <= {largest}."
-        )
+    cpus = _runner_cpus(config, num_threads)
     name = rllib_env(env_id, num_threads=cpus, **kwargs)
     config.environment(env=name)
     config.env_runners(
@@ -201,8 +193,121 @@ def configure(
     return config
 
 
+def _runner_cpus(config: Any, num_threads: int | None) -> int:
+    """The CPUs each runner reserves (its pool's threads): ``num_threads``, else the config's; refused if
+    no node has that many (Ray could never place the runner, and build_algo() would wait for ever)."""
+    cpus = num_threads if num_threads is not None else config.num_cpus_per_env_runner
+    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus < 1:
+        raise ValueError(f"num_threads must be a positive int, got {cpus!r}")
+    cpus = int(cpus)
+    largest = _largest_node_cpus()
+    if cpus > largest:
+        where = "node of the Ray cluster" if ray.is_initialized() else "CPU count of this machine (what ray.init gives)"
+        raise ValueError(
+            f"num_threads={cpus}: an EnvRunner reserves a CPU per pool thread, and the largest {where} is "
+            f"{largest}; RLlib would wait for ever to place the runner. Use num_threads <= {largest}."
+        )
+    return cpus
+
+
 def _largest_node_cpus() -> int:
     """The most CPUs one node offers: of the Ray cluster if Ray is up, else of this machine."""
     if ray.is_initialized():
         return int(max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0))
     return os.cpu_count() or 1
+
+
+# -- RLlib's old API stack -------------------------------------------------------------------------
+
+
+class OldStackVectorEnv(VectorEnv):
+    """A fastvec pool as RLlib's old-API-stack ``VectorEnv`` (``vector_reset``/``reset_at``/
+    ``vector_step``); ``to_base_env()`` wraps it in RLlib's own ``VectorEnvWrapper``, the ``BaseEnv``
+    (``poll``/``send_actions``/``try_reset``) the old stack's RolloutWorkers sample from. The pool runs
+    without autoreset: RLlib resets each finished env with ``reset_at``. Compatibility, not speed: RLlib's
+    wrapper builds per-env dicts every step.
+
+    >>> env = OldStackVectorEnv(fastvec.make("CartPole-v1", 8, autoreset_mode="disabled"))
+    """
+
+    def __init__(self, pool: gym.vector.VectorEnv) -> None:
+        mode = pool.metadata.get("autoreset_mode")
+        if mode is not gym.vector.AutoresetMode.DISABLED:
+            raise ValueError(f"OldStackVectorEnv needs a pool made with autoreset_mode='disabled', got {mode!r}")
+        super().__init__(pool.single_observation_space, pool.single_action_space, pool.num_envs)
+        self.pool = pool
+
+    def vector_reset(
+        self, *, seeds: list[int | None] | None = None, options: list[dict] | None = None
+    ) -> tuple[list[Any], list[dict]]:
+        seed = list(seeds) if seeds is not None and all(s is not None for s in seeds) else None
+        obs, info = self.pool.reset(seed=seed)
+        return list(obs), info_rows(info, self.num_envs)
+
+    def reset_at(
+        self, index: int | None = None, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[Any, dict]:
+        obs, info = self.pool.reset(seed=None if seed is None else [seed], options={"env_id": [index or 0]})
+        return obs[0], info_rows(info, 1)[0]
+
+    def restart_at(self, index: int | None = None) -> None:
+        self.reset_at(index)
+
+    def vector_step(self, actions: list[Any]) -> tuple[list, list, list, list, list]:
+        obs, rewards, terminated, truncated, info = self.pool.step(np.asarray(actions))
+        n = self.num_envs
+        return list(obs), rewards.tolist(), terminated.tolist(), truncated.tolist(), info_rows(info, n)
+
+    def get_sub_environments(self) -> list[Any]:
+        return []  # the envs live in the pool; there are no gymnasium envs to hand out
+
+    def to_base_env(self, *args: Any, **kwargs: Any) -> BaseEnv:
+        return _PoolBaseEnv(self)
+
+
+class _PoolBaseEnv(VectorEnvWrapper):
+    """RLlib's VectorEnvWrapper; ``stop()`` closes the pool."""
+
+    def stop(self) -> None:
+        self.vector_env.pool.close()
+
+
+class _OldStackCreator:
+    """The env creator the old stack's RolloutWorkers call (one VectorEnv of ``num_envs`` per worker)."""
+
+    def __init__(self, env: str | Callable[[], gym.Env], kwargs: dict[str, Any], num_envs: int) -> None:
+        self.env, self.kwargs, self.num_envs = env, kwargs, num_envs
+
+    def __call__(self, env_config: dict[str, Any]) -> OldStackVectorEnv:
+        kwargs = {**self.kwargs, **dict(env_config or {})}
+        if "num_threads" not in kwargs and (cpus := _assigned_cpus()) is not None:
+            kwargs["num_threads"] = cpus
+        return OldStackVectorEnv(make(self.env, self.num_envs, autoreset_mode="disabled", **kwargs))
+
+
+def configure_old_stack(
+    config: Any, env_id: str | Callable[[], gym.Env], num_envs: int, num_threads: int | None = None, **kwargs: Any
+) -> Any:
+    """Sets ``config`` up for RLlib's old API stack (``RolloutWorker``, ``BaseEnv``) with a fastvec pool of
+    ``num_envs`` per worker: turns the new stack off, registers the env, sets ``num_envs_per_env_runner``
+    and ``num_cpus_per_env_runner`` (the pool's threads). Returns ``config``.
+
+    >>> config = configure_old_stack(PPOConfig(), "CartPole-v1", num_envs=8)
+    """
+    cpus = _runner_cpus(config, num_threads)
+    if isinstance(env_id, str):
+        label = env_id.removeprefix("fastvec/")
+        make(label, 1, num_threads=cpus, **kwargs).close()  # bad kwargs fail here, in the driver
+    elif callable(env_id):
+        label = getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
+    else:
+        raise TypeError(f"configure_old_stack takes an env id (str) or a callable, got {type(env_id).__name__}")
+    env = label if isinstance(env_id, str) else env_id
+    options = sorted(kwargs.items(), key=lambda kv: kv[0])
+    key = repr(("" if isinstance(env_id, str) else env_id, num_envs, cpus, options))
+    name = f"fastvec-old-{label}-{hashlib.sha1(key.encode()).hexdigest()[:8]}".replace(":", "-")
+    register_env(name, _OldStackCreator(env, {**kwargs, "num_threads": cpus}, num_envs))
+    config.api_stack(enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False)
+    config.environment(env=name)
+    config.env_runners(num_envs_per_env_runner=num_envs, num_cpus_per_env_runner=cpus)
+    return config
