@@ -59,18 +59,28 @@ def ppo_config(env_id: str, num_envs: int, lookback: int = 1, **env_runners):
     return config.env_runners(num_env_runners=0, episode_lookback_horizon=lookback, **env_runners)
 
 
-def runner_pair(config):
-    """RLlib's runner and fastvec's, built from one config: same weights, same seeds, same space RNG."""
+@pytest.fixture
+def runner_pair():
+    """Makes RLlib's runner and fastvec's from one config (same weights, same seeds, same space RNG), and
+    stops them when the test ends."""
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
     from fastvec.adapters.rllib import FastvecEnvRunner
 
-    stock, fast = SingleAgentEnvRunner(config=config), FastvecEnvRunner(config=config)
-    fast.module.set_state(stock.module.get_state())
-    stock._seed = fast._seed  # worker 0: seed + 0 in both; set, not assumed
-    for runner in (stock, fast):
-        runner.env.action_space.seed(0)
-    return stock, fast
+    made = []
+
+    def make(config):
+        stock, fast = SingleAgentEnvRunner(config=config), FastvecEnvRunner(config=config)
+        made.extend((stock, fast))
+        fast.module.set_state(stock.module.get_state())
+        stock._seed = fast._seed  # worker 0: seed + 0 in both; set, not assumed
+        for runner in (stock, fast):
+            runner.env.action_space.seed(0)
+        return stock, fast
+
+    yield make
+    for runner in made:
+        runner.stop()
 
 
 def sample_both(torch, stock, fast, seed: int, **kwargs):
@@ -145,22 +155,20 @@ def assert_same_metrics(stock, fast) -> dict:
         ("MountainCar-v0", 8, 1, True, 1700),  # truncation at 200 steps
     ],
 )
-def test_the_same_chunks_and_metrics_as_rllibs_runner(torch, env_id, num_envs, lookback, explore, timesteps):
+def test_the_same_chunks_and_metrics_as_rllibs_runner(
+    torch, runner_pair, env_id, num_envs, lookback, explore, timesteps
+):
     stock, fast = runner_pair(ppo_config(env_id, num_envs, lookback))
     assert fast._fallback_reason is None
     ids: dict[str, str] = {}
     finished = truncated = 0
-    try:
-        for call in range(3):
-            a, b = sample_both(torch, stock, fast, call, num_timesteps=timesteps, explore=explore)
-            assert_same_chunks(a, b, ids)
-            finished += sum(e.is_done for e in b)
-            truncated += sum(e.is_truncated for e in b)
-            metrics = assert_same_metrics(stock, fast)
-            assert metrics["num_env_steps_sampled"] >= timesteps
-    finally:
-        stock.stop()
-        fast.stop()
+    for call in range(3):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=timesteps, explore=explore)
+        assert_same_chunks(a, b, ids)
+        finished += sum(e.is_done for e in b)
+        truncated += sum(e.is_truncated for e in b)
+        metrics = assert_same_metrics(stock, fast)
+        assert metrics["num_env_steps_sampled"] >= timesteps
     steps_per_env = 3 * timesteps // num_envs
     if env_id == "CartPole-v1" and steps_per_env >= 100:
         assert finished > num_envs and len(ids) > num_envs  # episodes ended and new ones began
@@ -168,70 +176,55 @@ def test_the_same_chunks_and_metrics_as_rllibs_runner(torch, env_id, num_envs, l
         assert truncated >= num_envs
 
 
-def test_the_same_chunks_on_pong_with_its_infos(torch):
+def test_the_same_chunks_on_pong_with_its_infos(torch, runner_pair):
     """Atari: normalized frames, the env's info (lives) in every step's dict."""
     config = ppo_config("Pong-v5", 4, 1)
     stock, fast = runner_pair(config)
     ids: dict[str, str] = {}
-    try:
-        for call in range(2):
-            a, b = sample_both(torch, stock, fast, call, num_timesteps=200)
-            assert_same_chunks(a, b, ids)
-            assert set(b[0].infos.data[-1]) == {"lives"}
-            assert b[0].observations.data.dtype == np.float32
-            assert_same_metrics(stock, fast)
-    finally:
-        stock.stop()
-        fast.stop()
+    for call in range(2):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=200)
+        assert_same_chunks(a, b, ids)
+        assert set(b[0].infos.data[-1]) == {"lives"}
+        assert b[0].observations.data.dtype == np.float32
+        assert_same_metrics(stock, fast)
 
 
-def test_force_reset_and_a_changed_explore_flag(torch):
+def test_force_reset_and_a_changed_explore_flag(torch, runner_pair):
     stock, fast = runner_pair(ppo_config("CartPole-v1", 8, 2))
     ids: dict[str, str] = {}
-    try:
-        for call, kwargs in enumerate([{}, {"force_reset": True}, {"explore": False}, {"explore": True}]):
-            a, b = sample_both(torch, stock, fast, call, **({"num_timesteps": 300} | kwargs))
-            assert_same_chunks(a, b, ids)
-            assert_same_metrics(stock, fast)
-    finally:
-        stock.stop()
-        fast.stop()
+    for call, kwargs in enumerate([{}, {"force_reset": True}, {"explore": False}, {"explore": True}]):
+        a, b = sample_both(torch, stock, fast, call, **({"num_timesteps": 300} | kwargs))
+        assert_same_chunks(a, b, ids)
+        assert_same_metrics(stock, fast)
 
 
-def test_random_actions_before_and_after_policy_calls(torch):
+def test_random_actions_before_and_after_policy_calls(torch, runner_pair):
     """Random actions carry no model outputs: in an episode that has both, those steps get zeros (RLlib's
     own runner fails validate() on an episode of policy steps followed by random ones)."""
     stock, fast = runner_pair(ppo_config("CartPole-v1", 8, 1))
     ids: dict[str, str] = {}
-    try:
-        a, b = sample_both(torch, stock, fast, 0, num_timesteps=200, random_actions=True)
-        assert_same_chunks(a, b, ids)
-        assert set(b[-1].extra_model_outputs) == {"weights_seq_no"}
-        a, b = sample_both(torch, stock, fast, 1, num_timesteps=200)
-        assert_same_chunks(a, b, ids, lookback_too=False)  # RLlib's lookback lacks the outputs
-        assert_same_metrics(stock, fast)
-    finally:
-        stock.stop()
+    a, b = sample_both(torch, stock, fast, 0, num_timesteps=200, random_actions=True)
+    assert_same_chunks(a, b, ids)
+    assert set(b[-1].extra_model_outputs) == {"weights_seq_no"}
+    a, b = sample_both(torch, stock, fast, 1, num_timesteps=200)
+    assert_same_chunks(a, b, ids, lookback_too=False)  # RLlib's lookback lacks the outputs
+    assert_same_metrics(stock, fast)
     for random_actions in (True, False, True):
         for eps in fast.sample(num_timesteps=200, random_actions=random_actions):
             eps.validate()
             lengths = {len(v.data) for v in eps.extra_model_outputs.values()}
             assert lengths == {len(eps.actions.data)}
             assert {"action_logp", "action_dist_inputs", "weights_seq_no"} <= set(eps.extra_model_outputs)
-    fast.stop()
 
 
-def test_chunks_keep_their_ids_across_calls_and_sum_to_whole_episodes(torch):
+def test_chunks_keep_their_ids_across_calls_and_sum_to_whole_episodes(torch, runner_pair):
     """What replay buffers and get_metrics rely on: every chunk of one episode has its id, chunks follow
     on (t_started is the previous chunk's t), and a finished episode's chunks add up to its length."""
     _, fast = runner_pair(ppo_config("CartPole-v1", 16, 1))
     chunks: dict[str, list] = {}
-    try:
-        for _ in range(6):
-            for eps in fast.sample(num_timesteps=100):
-                chunks.setdefault(eps.id_, []).append(eps)
-    finally:
-        fast.stop()
+    for _ in range(6):
+        for eps in fast.sample(num_timesteps=100):
+            chunks.setdefault(eps.id_, []).append(eps)
     whole = 0
     for parts in chunks.values():
         assert parts[0].t_started == 0
@@ -285,40 +278,32 @@ FALLBACKS = {
 
 
 @pytest.mark.parametrize("case", list(FALLBACKS))
-def test_the_fallback_is_the_parents_loop_and_says_why(torch, case, caplog):
+def test_the_fallback_is_the_parents_loop_and_says_why(torch, runner_pair, case, caplog):
     change, words = FALLBACKS[case]
     stock, fast = runner_pair(change(ppo_config("CartPole-v1", 4, 1)))
     assert words in fast._fallback_reason
     ids: dict[str, str] = {}
-    try:
-        with caplog.at_level(logging.INFO, logger="ray.rllib"):
-            for call in range(2):
-                a, b = sample_both(torch, stock, fast, call, num_timesteps=100)
-                if case == "episodes_to_numpy":
-                    assert not any(e.is_numpy for e in b)
-                    a, b = [e.to_numpy() for e in a], [e.to_numpy() for e in b]
-                assert_same_chunks(a, b, ids)
-        said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
-        assert len(said) == 1 and words in said[0], said  # once, however many calls
-        assert_same_metrics(stock, fast)
-    finally:
-        stock.stop()
-        fast.stop()
+    with caplog.at_level(logging.INFO, logger="ray.rllib"):
+        for call in range(2):
+            a, b = sample_both(torch, stock, fast, call, num_timesteps=100)
+            if case == "episodes_to_numpy":
+                assert not any(e.is_numpy for e in b)
+                a, b = [e.to_numpy() for e in a], [e.to_numpy() for e in b]
+            assert_same_chunks(a, b, ids)
+    said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+    assert len(said) == 1 and words in said[0], said  # once, however many calls
+    assert_same_metrics(stock, fast)
 
 
-def test_sampling_whole_episodes_falls_back_and_the_next_fast_call_starts_afresh(torch):
+def test_sampling_whole_episodes_falls_back_and_the_next_fast_call_starts_afresh(torch, runner_pair):
     stock, fast = runner_pair(ppo_config("CartPole-v1", 4, 1))
     ids: dict[str, str] = {}
-    try:
-        for call, kwargs in enumerate([{"num_timesteps": 50}, {"num_episodes": 3}, {"num_timesteps": 50}]):
-            a, b = sample_both(torch, stock, fast, call, **kwargs)
-            assert_same_chunks(a, b, ids)
-            if "num_episodes" in kwargs:
-                assert all(e.is_done for e in b) and len(b) >= 3
-            assert_same_metrics(stock, fast)
-    finally:
-        stock.stop()
-        fast.stop()
+    for call, kwargs in enumerate([{"num_timesteps": 50}, {"num_episodes": 3}, {"num_timesteps": 50}]):
+        a, b = sample_both(torch, stock, fast, call, **kwargs)
+        assert_same_chunks(a, b, ids)
+        if "num_episodes" in kwargs:
+            assert all(e.is_done for e in b) and len(b) >= 3
+        assert_same_metrics(stock, fast)
 
 
 # -- seeds across runners ----------------------------------------------------

@@ -416,7 +416,7 @@ class _Columns:
         """The chunks of this call: finished episodes in the order they finished, then the ongoing ones in
         env order (those with steps); carries each ongoing episode's lookback into the next call."""
         n, rows = self.num_envs, len(self.rows_act)
-        obs = np.stack(self.rows_obs)
+        obs = _ObsRows(self.rows_obs)
         col = {
             "act": np.stack(self.rows_act) if rows else None,
             "rew": np.stack(self.rows_rew) if rows else None,
@@ -483,11 +483,11 @@ class _Columns:
             lb = self.lookback[i]
             ident, t0 = self.ids[i], int(self.t[i])
             k = 0 if lb["rew"] is None else len(lb["rew"])
-            o = np.concatenate([lb["obs"], obs[1 : e + 1, i]])
+            o = obs.chunk(i, 1, e + 1, lb["obs"])
             inf = lb["infos"] + col["infos"].rows(i, 1, e + 1)
         else:
             lb, ident, t0, k = None, uuid.uuid4().hex, 0, 0
-            o = obs[a : e + 1, i]
+            o = obs.chunk(i, a, e + 1, None)
             inf = col["infos"].rows(i, a, e + 1)
         if act is None:  # no steps this call (num_timesteps=0): the lookback only
             space = self.build.act_space
@@ -523,6 +523,29 @@ class _Columns:
             "extra": {key: v.data[n_rew - k :] for key, v in eps.extra_model_outputs.items()} if k else {},
         }
         self.start_time[i] = None
+
+
+class _ObsRows:
+    """A call's observation rows, cut into each chunk's observations. Small ones (classic control) are
+    stacked once and a chunk is a view (its lookback joined on); large ones (frames) are stacked chunk by
+    chunk from the rows, so each frame is copied once, not once into the stack and again behind a
+    lookback (Pong at 64 envs: 0.5 GB a call)."""
+
+    LARGE = 1024  # bytes of one env's observation
+
+    def __init__(self, rows: list[np.ndarray]) -> None:
+        self._rows = rows
+        first = rows[0]
+        self._large = isinstance(first, np.ndarray) and first.ndim and first[0].nbytes >= self.LARGE
+        self._stacked = None if self._large else np.stack(rows)
+
+    def chunk(self, i: int, start: int, stop: int, lookback: np.ndarray | None) -> np.ndarray:
+        """Env ``i``'s observations of rows ``start`` to ``stop - 1``, after ``lookback`` (if any)."""
+        if self._stacked is not None:
+            view = self._stacked[start:stop, i]
+            return view if lookback is None else np.concatenate([lookback, view])
+        items = [row[i] for row in self._rows[start:stop]]
+        return np.stack(items if lookback is None else [*lookback, *items])
 
 
 def _rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
