@@ -251,9 +251,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             results = self._step_env(actions_for_env)
             step_s += time.perf_counter() - t0
             steps += 1
-            if results is ENV_STEP_FAILURE:  # the env was recreated: start again, as the parent does
+            if results is ENV_STEP_FAILURE:  # make_env() recreated the env (and asks for a seeded reset)
                 ts = 0
-                self._needs_initial_reset = True
                 self._reset_columns()
                 cols = self._cols
                 cols.begin(self.config.episode_lookback_horizon)
@@ -421,7 +420,7 @@ class _Columns:
             "act": np.stack(self.rows_act) if rows else None,
             "rew": np.stack(self.rows_rew) if rows else None,
             "extra": self._extra_columns(rows, n, seq_no),
-            "infos": _LazyInfos(self.rows_info, info_rows, n),
+            "infos": _LazyInfos(self.rows_info, info_rows),
         }
         if rows:
             term, trunc, reset = np.stack(self.rows_term), np.stack(self.rows_trunc), np.stack(self.rows_reset)
@@ -536,8 +535,8 @@ class _ObsRows:
     def __init__(self, rows: list[np.ndarray]) -> None:
         self._rows = rows
         first = rows[0]
-        self._large = isinstance(first, np.ndarray) and first.ndim and first[0].nbytes >= self.LARGE
-        self._stacked = None if self._large else np.stack(rows)
+        large = isinstance(first, np.ndarray) and first.ndim and first[0].nbytes >= self.LARGE
+        self._stacked = None if large else np.stack(rows)
 
     def chunk(self, i: int, start: int, stop: int, lookback: np.ndarray | None) -> np.ndarray:
         """Env ``i``'s observations of rows ``start`` to ``stop - 1``, after ``lookback`` (if any)."""
@@ -609,8 +608,8 @@ class _EpisodeBuilder:
 class _LazyInfos:
     """Per-env info dicts, unbatched only for rows whose info is not empty."""
 
-    def __init__(self, rows: list[dict], to_list, n: int) -> None:
-        self._rows, self._to_list, self._n = rows, to_list, n
+    def __init__(self, rows: list[dict], to_list) -> None:
+        self._rows, self._to_list = rows, to_list
         self._any = any(rows)
         self._cache: dict[int, list[dict]] = {}
 

@@ -124,20 +124,13 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     >>> config.environment(env=fastvec.rllib_env("CartPole-v1")).env_runners(
     ...     num_envs_per_env_runner=64, gym_env_vectorize_mode="vector_entry_point")
     """
-    if isinstance(env_id, str):
-        label = env_id.removeprefix("fastvec/")
-        if _is_native(label) and kwargs.get("backend", "auto") != "python":
-            entry = lookup(label)
-            label = entry.id
-            if entry.rom:
-                kwargs.setdefault("channels_last", True)
-    elif callable(env_id):
-        label = getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
-    else:
-        raise TypeError(
-            f"rllib_env takes an env id (str) or a callable returning a gymnasium env, got "
-            f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)"
-        )
+    label = _label(env_id, "rllib_env")
+    native = isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python"
+    if native:
+        entry = lookup(label)
+        label = entry.id
+        if entry.rom:
+            kwargs.setdefault("channels_last", True)
     for key in _RESERVED:
         if key in kwargs:
             raise ValueError(
@@ -147,16 +140,34 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     if normalize_images is not None and not isinstance(normalize_images, bool):
         raise TypeError(f"normalize_images must be a bool or None, got {normalize_images!r}")
     env = label if isinstance(env_id, str) else env_id
-    if isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python":
+    if native:
         # Bad env kwargs fail here, with fastvec.make's words, not as an IndexError of RLlib's
         # once a remote runner has failed to build its env (the TypeError only in the worker's log).
         make(label, 1, **kwargs).close()
-    name = f"fastvec-{label}".replace(":", "-")  # gymnasium reads 'module:id' as an import
     extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
-    if extra or not isinstance(env_id, str):
-        key = repr(("" if isinstance(env_id, str) else env_id, sorted(extra.items(), key=lambda kv: kv[0])))
-        name += "-" + hashlib.sha1(key.encode()).hexdigest()[:8]
+    name = _registry_name("fastvec", label, env_id, *([sorted(extra.items(), key=lambda kv: kv[0])] if extra else []))
     register_env(name, _Creator(env, dict(kwargs), normalize_images))
+    return name
+
+
+def _label(env_id: Any, caller: str) -> str:
+    """What an env is called in Ray's registry: its id without ``fastvec/``, or a callable's name."""
+    if isinstance(env_id, str):
+        return env_id.removeprefix("fastvec/")
+    if callable(env_id):
+        return getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
+    raise TypeError(
+        f"{caller} takes an env id (str) or a callable returning a gymnasium env, got "
+        f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)"
+    )
+
+
+def _registry_name(prefix: str, label: str, env_id: Any, *options: Any) -> str:
+    """``prefix-label``, and a hash of the options (and of a callable env) when there are any."""
+    name = f"{prefix}-{label}".replace(":", "-")  # gymnasium reads 'module:id' as an import
+    if options or not isinstance(env_id, str):
+        key = repr(("" if isinstance(env_id, str) else env_id, *options))
+        name += "-" + hashlib.sha1(key.encode()).hexdigest()[:8]
     return name
 
 
@@ -276,12 +287,10 @@ class _OldStackCreator:
     """The env creator the old stack's RolloutWorkers call (one VectorEnv of ``num_envs`` per worker)."""
 
     def __init__(self, env: str | Callable[[], gym.Env], kwargs: dict[str, Any], num_envs: int) -> None:
-        self.env, self.kwargs, self.num_envs = env, kwargs, num_envs
+        self.env, self.kwargs, self.num_envs = env, kwargs, num_envs  # kwargs hold num_threads
 
     def __call__(self, env_config: dict[str, Any]) -> OldStackVectorEnv:
         kwargs = {**self.kwargs, **dict(env_config or {})}
-        if "num_threads" not in kwargs and (cpus := _assigned_cpus()) is not None:
-            kwargs["num_threads"] = cpus
         return OldStackVectorEnv(make(self.env, self.num_envs, autoreset_mode="disabled", **kwargs))
 
 
@@ -295,17 +304,11 @@ def configure_old_stack(
     >>> config = configure_old_stack(PPOConfig(), "CartPole-v1", num_envs=8)
     """
     cpus = _runner_cpus(config, num_threads)
+    label = _label(env_id, "configure_old_stack")
     if isinstance(env_id, str):
-        label = env_id.removeprefix("fastvec/")
         make(label, 1, num_threads=cpus, **kwargs).close()  # bad kwargs fail here, in the driver
-    elif callable(env_id):
-        label = getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
-    else:
-        raise TypeError(f"configure_old_stack takes an env id (str) or a callable, got {type(env_id).__name__}")
     env = label if isinstance(env_id, str) else env_id
-    options = sorted(kwargs.items(), key=lambda kv: kv[0])
-    key = repr(("" if isinstance(env_id, str) else env_id, num_envs, cpus, options))
-    name = f"fastvec-old-{label}-{hashlib.sha1(key.encode()).hexdigest()[:8]}".replace(":", "-")
+    name = _registry_name("fastvec-old", label, env_id, num_envs, cpus, sorted(kwargs.items(), key=lambda kv: kv[0]))
     register_env(name, _OldStackCreator(env, {**kwargs, "num_threads": cpus}, num_envs))
     config.api_stack(enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False)
     config.environment(env=name)
