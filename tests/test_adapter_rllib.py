@@ -139,6 +139,20 @@ def test_configure_refuses_more_threads_than_a_node_has():
         configure(bare_ppo_config(), "CartPole-v1", num_envs=4, num_threads=64)
 
 
+def test_bad_num_envs_and_runner_classes_are_refused_in_the_driver():
+    from fastvec.adapters.rllib import configure_old_stack
+
+    for setup in (configure, configure_old_stack):
+        with pytest.raises(TypeError, match="num_envs must be an int, got str '8'"):
+            setup(bare_ppo_config(), "CartPole-v1", num_envs="8")
+        with pytest.raises(ValueError, match="num_envs must be >= 1, got 0"):
+            setup(bare_ppo_config(), "CartPole-v1", num_envs=0)
+        with pytest.raises(TypeError, match=r"takes an env id \(str\) or a callable"):
+            setup(bare_ppo_config(), 5, num_envs=2)
+    with pytest.raises(TypeError, match="env_runner_cls must be an EnvRunner subclass or None, got 3"):
+        configure(bare_ppo_config(), "CartPole-v1", num_envs=4, env_runner_cls=3)
+
+
 def test_env_kwargs_are_checked_in_the_driver():
     """A kwarg the env does not take fails where it is written, with fastvec.make's words, not as
     RLlib's IndexError once a remote runner has failed to build its env."""

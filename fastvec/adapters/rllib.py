@@ -37,12 +37,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from fastvec._args import check_int
 from fastvec.registry import lookup
 from fastvec.vector import _is_native, info_rows, make
 
 try:
     import ray
     from ray.rllib.env.base_env import BaseEnv
+    from ray.rllib.env.env_runner import EnvRunner
     from ray.rllib.env.vector_env import VectorEnv, VectorEnvWrapper
     from ray.tune.registry import register_env
 
@@ -124,7 +126,7 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     >>> config.environment(env=fastvec.rllib_env("CartPole-v1")).env_runners(
     ...     num_envs_per_env_runner=64, gym_env_vectorize_mode="vector_entry_point")
     """
-    label = _label(env_id, "rllib_env")
+    label = _label(env_id, "rllib_env", " (RLlib chooses num_envs: a list of constructors does not apply)")
     native = isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python"
     if native:
         entry = lookup(label)
@@ -150,15 +152,14 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     return name
 
 
-def _label(env_id: Any, caller: str) -> str:
+def _label(env_id: Any, caller: str, hint: str = "") -> str:
     """What an env is called in Ray's registry: its id without ``fastvec/``, or a callable's name."""
     if isinstance(env_id, str):
         return env_id.removeprefix("fastvec/")
     if callable(env_id):
         return getattr(env_id, "__qualname__", type(env_id).__name__).replace("<", "").replace(">", "")
     raise TypeError(
-        f"{caller} takes an env id (str) or a callable returning a gymnasium env, got "
-        f"{type(env_id).__name__} (RLlib chooses num_envs: a list of constructors does not apply)"
+        f"{caller} takes an env id (str) or a callable returning a gymnasium env, got {type(env_id).__name__}{hint}"
     )
 
 
@@ -191,6 +192,9 @@ def configure(
 
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """
+    num_envs = check_int("num_envs", num_envs, 1)
+    if env_runner_cls is not None and not (isinstance(env_runner_cls, type) and issubclass(env_runner_cls, EnvRunner)):
+        raise TypeError(f"env_runner_cls must be an EnvRunner subclass or None, got {env_runner_cls!r}")
     cpus = _runner_cpus(config, num_threads)
     name = rllib_env(env_id, num_threads=cpus, **kwargs)
     config.environment(env=name)
@@ -303,6 +307,7 @@ def configure_old_stack(
 
     >>> config = configure_old_stack(PPOConfig(), "CartPole-v1", num_envs=8)
     """
+    num_envs = check_int("num_envs", num_envs, 1)
     cpus = _runner_cpus(config, num_threads)
     label = _label(env_id, "configure_old_stack")
     if isinstance(env_id, str):
