@@ -82,7 +82,7 @@ def test_the_same_state_mistakes_get_the_same_words(sync_pools, async_pools):
             "recv() would wait forever: 0 env(s) are in flight but batch_size is 2; send actions (or async_reset) first"
         ),
     )
-    same_error({b: e.recv_rest for b, e in a.items()}, RuntimeError, "recv_rest\\(\\) takes the last")
+    same_error({b: e.recv_rest for b, e in a.items()}, RuntimeError, "recv_rest\\(\\) takes the envs in flight when")
     for env in a.values():
         env.async_reset()
         env.recv()

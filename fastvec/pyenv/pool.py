@@ -577,9 +577,11 @@ class PyEnvPool:
         try:
             timeout = check_timeout(timeout)
             if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
+                sync = self.batch_size == self.num_envs
+                whole = ": the Python-env pool takes a sync pool's steps whole" if sync else ""
                 raise RuntimeError(
-                    f"recv_rest() takes the last, partial batch of an async pool ({self._in_flight} "
-                    f"env(s) in flight, batch_size {self.batch_size})"
+                    "recv_rest() takes the envs in flight when they are fewer than batch_size "
+                    f"({self._in_flight} env(s) in flight, batch_size {self.batch_size}{whole})"
                 )
             ids, messages = self._collect(self._in_flight, timeout)
             return self._result(ids, messages, sort=False)

@@ -145,7 +145,7 @@ class NativePool {
   NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options,
-         bool adapt_threads, int initial_threads) {
+         bool adapt_threads, int initial_threads, bool elapsed_step, int thread_affinity_offset) {
     auto it = native_envs().find(env);
     if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
@@ -158,6 +158,8 @@ class NativePool {
     cfg.seed = seed;
     cfg.adapt_threads = adapt_threads;
     cfg.initial_threads = initial_threads;
+    cfg.elapsed_info = elapsed_step;
+    cfg.thread_affinity_offset = thread_affinity_offset;
     const core::Options opts(it->second.options, options, string_options);  // checks names, kinds, ranges
     pool_ = without_gil([&] { return it->second.make(cfg, opts); });
     // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
@@ -202,6 +204,7 @@ class NativePool {
     d["action_low"] = s.action_low;
     d["action_high"] = s.action_high;
     d["info_names"] = s.info_names;
+    d["render_shape"] = s.render_shape;
     return d;
   }
 
@@ -243,7 +246,8 @@ class NativePool {
     return result(std::move(batch), pool_->batch_size());
   }
 
-  // The last, partial batch of an async pool: the envs still in flight.
+  // The envs still in flight, fewer than batch_size: an async pool's last, partial batch, or a sync pool's
+  // partial send (rows in env order).
   py::object recv_rest(const std::optional<double>& timeout) {
     const ActiveCall call(this);
     check_open();
@@ -269,6 +273,21 @@ class NativePool {
     queue_reset(env_id, seeds, true);
     std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
     return result(std::move(batch), pool_->batch_size());
+  }
+
+  // The current frames (frames=True: (n, H, W, 3) uint8, spec()["render_shape"]) or observations of the envs
+  // in env_id (None: every env), none of them in flight.
+  py::array peek(const py::handle& env_id, bool frames) {
+    const ActiveCall call(this);
+    check_open();
+    std::vector<int32_t> ids = env_id.is_none() ? all_ids_ : convert_ids(env_id);
+    const core::Spec& s = pool_->spec();
+    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(ids.size())};
+    for (int64_t d : frames ? s.render_shape : s.obs_shape) shape.push_back(d);
+    py::array out = frames ? py::array(py::dtype::of<uint8_t>(), shape) : py::array(py::dtype(pool_->obs_dtype()), shape);
+    void* data = out.mutable_data();
+    without_gil([&] { pool_->peek(ids.data(), static_cast<int>(ids.size()), frames, data); });
+    return out;
   }
 
   void drain() {
@@ -630,10 +649,11 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<NativePool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
-                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int>(),
+                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int, bool, int>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
-           py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0)
+           py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0,
+           py::arg("elapsed_step") = false, py::arg("thread_affinity_offset") = -1)
       .def("spec", &NativePool::spec)
       .def_property_readonly("num_envs", &NativePool::num_envs)
       .def_property_readonly("batch_size", &NativePool::batch_size)
@@ -648,5 +668,6 @@ PYBIND11_MODULE(_core, m) {
       .def("send_reset", &NativePool::send_reset, py::arg("env_id"), py::arg("seeds"))
       .def("reset_envs", &NativePool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
       .def("drain", &NativePool::drain)
+      .def("peek", &NativePool::peek, py::arg("env_id"), py::arg("frames"))
       .def("close", &NativePool::close);
 }

@@ -50,6 +50,25 @@ class Batch {
   bool* truncated() { return at<bool>(off_.truncated); }
   bool* ended() { return at<bool>(off_.ended); }  // terminated || truncated: an episode ended
 
+  // Copies row `from` into row `to` (every array of the row).
+  void copy_row(int from, int to) {
+    if (from == to) return;
+    const size_t ob = layout_.obs_bytes, inf = static_cast<size_t>(layout_.info_fields) * sizeof(int32_t);
+    std::memcpy(obs(to), obs(from), ob);
+    if (layout_.with_final_obs) {
+      std::memcpy(final_obs(to), final_obs(from), ob);
+      std::memcpy(final_info(to), final_info(from), inf);
+    }
+    std::memcpy(info(to), info(from), inf);
+    reward()[to] = reward()[from];
+    episode_return()[to] = episode_return()[from];
+    episode_length()[to] = episode_length()[from];
+    env_id()[to] = env_id()[from];
+    terminated()[to] = terminated()[from];
+    truncated()[to] = truncated()[from];
+    ended()[to] = ended()[from];
+  }
+
   // Rows whose episode ended, counted by the writers (relaxed: read after the
   // slot's completion counter is acquired).
   std::atomic<int> num_ended{0};

@@ -83,6 +83,8 @@ class BlockStepper {
       requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
   // Envs with int32 info values (Spec::info_names), such as Atari's lives.
   static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
+  // Envs that draw their own frames (Spec::render_shape), such as Atari's screen.
+  static constexpr bool kHasRender = requires(E& env, uint8_t* p) { env.render(0, p); };
 
   BlockStepper(const PoolConfig& cfg, const Spec& spec, int block_size, size_t obs_size, size_t action_size)
       : mode_(cfg.autoreset_mode),
@@ -92,7 +94,8 @@ class BlockStepper {
         num_blocks_(cfg.num_envs / block_size),
         obs_size_(obs_size),
         action_size_(action_size),
-        info_fields_(spec.info_names.size()) {
+        info_fields_(spec.info_names.size()),
+        elapsed_info_(cfg.elapsed_info) {
     const int n = cfg.num_envs;
     busy = std::vector<std::atomic<int>>(static_cast<size_t>(num_blocks_));
     rng.reserve(n);
@@ -114,6 +117,17 @@ class BlockStepper {
   // Makes block b's E (a ROM load can be slow: the pool runs this on its
   // threads, one block each).
   void construct(int b, const Options& options) { blocks_[b] = std::make_unique<E>(block_size_, options); }
+
+  // Called by the caller thread for an env that is not in flight and whose
+  // block no thread runs: its current frame (frames) or observation.
+  void peek(int e, bool frames, std::byte* out) {
+    E& env = *blocks_[e / block_size_];
+    const int i = e % block_size_;
+    if constexpr (kHasRender) {
+      if (frames) return env.render(i, reinterpret_cast<uint8_t*>(out));
+    }
+    env.write_obs(i, reinterpret_cast<Obs*>(out));
+  }
 
   // Steps block b, then claims its rows in the ring and writes them: one row
   // per env, but none for envs held (a send for part of the block).
@@ -332,7 +346,7 @@ class BlockStepper {
       }
       guarded(e, i, s, [&] {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
-        if constexpr (kHasInfo) env.write_info(i, &s.final_info[static_cast<size_t>(i) * info_fields_]);
+        write_info(env, i, e, &s.final_info[static_cast<size_t>(i) * info_fields_]);
         reset_env(env, i, e);
       });
     }
@@ -349,9 +363,8 @@ class BlockStepper {
     } else {
       for (int i = 0; i < n; ++i) write_obs(env, s, base, i, obs + static_cast<size_t>(i) * obs_size_);
     }
-    if constexpr (kHasInfo) {
-      static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
-      for (int i = 0; i < n; ++i) env.write_info(i, out.info(row0 + i));
+    if (kHasInfo || elapsed_info_) {
+      for (int i = 0; i < n; ++i) write_info(env, i, base + i, out.info(row0 + i));
     }
     std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);
@@ -381,7 +394,7 @@ class BlockStepper {
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
     write_obs(env, s, base, i, obs);
     if (broken[base + i]) std::fill_n(obs, obs_size_, Obs{});  // an env that threw reports zeros
-    if constexpr (kHasInfo) env.write_info(i, out.info(row));
+    write_info(env, i, base + i, out.info(row));
     out.reward()[row] = s.reward[i];
     out.terminated()[row] = s.terminated[i];
     out.truncated()[row] = s.truncated[i];
@@ -391,6 +404,15 @@ class BlockStepper {
     out.env_id()[row] = base + i;
     if (out.layout().with_final_obs && s.ended[i]) write_final(s, i, out, row);
     return s.ended[i];
+  }
+
+  // Env i's info values (env e of the pool): the env's own, then the pool's (PoolConfig::elapsed_info).
+  void write_info(const E& env, int i, int e, int32_t* out) const noexcept {
+    if constexpr (kHasInfo) {
+      static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
+      env.write_info(i, out);
+    }
+    if (elapsed_info_) out[info_fields_ - 1] = elapsed[e];
   }
 
   void write_obs(E& env, Scratch& s, int base, int i, Obs* out) {
@@ -434,6 +456,7 @@ class BlockStepper {
   const bool sync_;
   const int block_size_, num_blocks_;
   const size_t obs_size_, action_size_, info_fields_;
+  const bool elapsed_info_;
   std::vector<std::unique_ptr<E>> blocks_;
   std::vector<Scratch> scratch_;
 

@@ -20,6 +20,7 @@
 //   void step_block(int n, const Action*, float* reward, bool* terminated);  every env of the block at once
 //   void write_obs_block(int n, Obs* out) const;                            observations of the whole block
 //   void write_info(int i, int32_t* out) const;                              spec.info_names, one int32 each
+//   void render(int i, uint8_t* out);                                        spec.render_shape, RGB
 
 #include <concepts>
 #include <cstdint>

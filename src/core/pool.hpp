@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include "batch.hpp"
@@ -65,7 +66,7 @@ class Pool final : public PoolBase {
 
   Pool(const PoolConfig& config, const Options& options)
       : cfg_(checked(config)),
-        spec_(E::spec(options)),
+        spec_(with_pool_info(E::spec(options), config)),
         obs_size_(elements(spec_.obs_shape)),
         action_size_(kDiscrete ? 1 : elements(spec_.action_shape)),
         block_size_(cfg_.block_size > 0 ? cfg_.block_size : auto_block_size()),
@@ -205,11 +206,29 @@ class Pool final : public PoolBase {
   std::shared_ptr<Batch> recv_rest(int* rows) override {
     std::lock_guard<std::mutex> lock(api_mu_);
     check_open();
-    if (sync_ || in_flight_ == 0 || in_flight_ >= cfg_.batch_size)
-      throw UsageError("recv_rest() takes the last, partial batch of an async pool (" + std::to_string(in_flight_) +
-                       " env(s) in flight, batch_size " + std::to_string(cfg_.batch_size) + ")");
+    if (in_flight_ == 0 || in_flight_ >= cfg_.batch_size)
+      throw UsageError("recv_rest() takes the envs in flight when they are fewer than batch_size (" +
+                       std::to_string(in_flight_) + " env(s) in flight, batch_size " +
+                       std::to_string(cfg_.batch_size) + ")");
     *rows = in_flight_;
     return receive(*rows);
+  }
+
+  void peek(const int32_t* env_ids, int n, bool frames, void* out) override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    check_open();
+    check_ids(env_ids, n);
+    if (frames && !BlockStepper<E>::kHasRender) throw UsageError("this env has no frames to render");
+    for (int k = 0; k < n; ++k) {
+      const int e = env_ids[k];
+      if (state_[e] == State::kFresh)
+        throw UsageError("env " + std::to_string(e) + " has not been reset; call reset() or async_reset() first");
+      if (state_[e] != State::kIdle)
+        throw UsageError("env " + std::to_string(e) + " is in flight: receive its result before rendering it");
+    }
+    wait_blocks_free(env_ids, n);  // the blocks of idle envs are the caller's once no thread runs them
+    const size_t bytes = frames ? elements(spec_.render_shape) : obs_size_ * sizeof(Obs);
+    for (int k = 0; k < n; ++k) envs_.peek(env_ids[k], frames, static_cast<std::byte*>(out) + k * bytes);
   }
 
   void drain() override {
@@ -260,9 +279,16 @@ class Pool final : public PoolBase {
     if (cfg.block_size > 0 && (cfg.num_envs % cfg.block_size || cfg.batch_size % cfg.block_size))
       throw std::invalid_argument("block_size must divide both num_envs and batch_size");
     if (cfg.max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
+    if (cfg.thread_affinity_offset < -1) throw std::invalid_argument("thread_affinity_offset must be >= -1");
     // A pool of num_envs envs cannot use more threads than that.
     cfg.num_threads = std::min(cfg.num_threads, cfg.num_envs);
     return cfg;
+  }
+
+  // The env's spec plus the info columns the pool writes itself (after the env's).
+  static Spec with_pool_info(Spec spec, const PoolConfig& cfg) {
+    if (cfg.elapsed_info) spec.info_names.push_back("elapsed_step");
+    return spec;
   }
 
   static size_t elements(const std::vector<int64_t>& shape) {
@@ -385,6 +411,19 @@ class Pool final : public PoolBase {
                                "), the system refused one after " + std::to_string(started) + " started (" +
                                e.what() + "); make the pool with fewer num_threads, or raise the process's "
                                "thread or memory limits");
+    }
+    if (cfg_.thread_affinity_offset >= 0) pin_workers();
+  }
+
+  // Pins worker t to CPU (offset + t) mod the allowed CPUs (PoolConfig::thread_affinity_offset).
+  void pin_workers() {
+    const std::vector<int> cpus = allowed_cpus();
+    if (cpus.empty()) return;
+    for (size_t t = 0; t < workers_.size(); ++t) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpus[(static_cast<size_t>(cfg_.thread_affinity_offset) + t) % cpus.size()], &set);
+      pthread_setaffinity_np(workers_[t].native_handle(), sizeof(set), &set);
     }
   }
 
@@ -540,6 +579,13 @@ class Pool final : public PoolBase {
   // them.
   std::shared_ptr<Batch> receive(int rows) {
     wait_rows(rows);
+    // A sync pool's rows sit at their envs' positions: the rows of a partial
+    // send (EnvPool's step(actions, env_id)) move to the front, in env order.
+    if (sync_ && rows < cfg_.batch_size) {
+      Batch& batch = *ring_.current().batch;
+      for (int e = 0, r = 0; e < cfg_.num_envs; ++e)
+        if (state_[e] == State::kInFlight) batch.copy_row(e, r++);
+    }
     std::shared_ptr<Batch> out = ring_.take();
     in_flight_ -= rows;
     if (sync_) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "batch.hpp"
 #include "spec.hpp"
@@ -18,6 +19,16 @@
 namespace fastvec::core {
 
 // The CPUs this process may run on (its affinity mask), at least 1.
+// The CPUs this process may run on, in order (empty if it cannot tell).
+inline std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 inline int available_cpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
@@ -36,6 +47,12 @@ struct PoolConfig {
   uint64_t seed = 0;    // base seed; env i uses env_rng(seed, i)
   bool adapt_threads = false;  // let ThreadTuner choose how many of num_threads step (the default's way)
   int initial_threads = 0;     // with adapt_threads, how many step at first (0: num_threads)
+  // Adds an info column "elapsed_step" after the env's own: each env's steps in its episode (0 on a reset
+  // row), as EnvPool reports it. Written by the pool, not the env.
+  bool elapsed_info = false;
+  // >= 0: worker thread t runs on the process's allowed CPU number (offset + t) mod their count
+  // (EnvPool's thread_affinity_offset); -1: the scheduler places them.
+  int thread_affinity_offset = -1;
 };
 
 // Raised for calls that are invalid in the pool's current state (recv
@@ -83,11 +100,15 @@ class PoolBase {
                           bool observe_others) = 0;
   // Waits for the next batch_size results.
   virtual std::shared_ptr<Batch> recv() = 0;
-  // Waits for the envs still in flight in an async pool, fewer than
-  // batch_size, and returns their rows (the first *rows of the Batch).
+  // Waits for the envs still in flight, fewer than batch_size, and returns
+  // their rows (the first *rows of the Batch; a sync pool's in env order).
   virtual std::shared_ptr<Batch> recv_rest(int* rows) = 0;
   // Waits for everything in flight and discards it.
   virtual void drain() = 0;
+  // Writes the current frame (frames: the env's render(), spec().render_shape)
+  // or observation of each env in env_ids, none of them in flight, into out,
+  // one after the other. Steps nothing; runs on the calling thread.
+  virtual void peek(const int32_t* env_ids, int n, bool frames, void* out) = 0;
   virtual void close() = 0;
   virtual bool closed() const = 0;
 

@@ -29,6 +29,9 @@ struct Spec {
   // Per-env integers reported in info after every step (e.g. Atari's
   // "lives"), written by the env's write_info(i, int32_t* out).
   std::vector<std::string> info_names;
+  // (H, W, 3): the uint8 RGB frame the env's render(i, out) writes (Atari's
+  // screen); empty: the env has no render (Python draws it from its state).
+  std::vector<int64_t> render_shape;
 };
 
 // What an env's step returns; the pool adds truncation and episode stats.

@@ -398,6 +398,7 @@ core::OptionTable Atari::options() {
       {"repeat_action_probability", K::kReal, 0.25, 0, 1},
       {"full_action_space", K::kBool, 0},
       {"channels_last", K::kBool, 0},
+      {"envpool_info", K::kBool, 0},
       {"rom", K::kString},
   };
 }
@@ -415,6 +416,7 @@ AtariOptions::AtariOptions(const core::Options& o)
       reward_clip(o.flag("reward_clip")),
       full_action_space(o.flag("full_action_space")),
       channels_last(o.flag("channels_last")),
+      envpool_info(o.flag("envpool_info")),
       repeat_action_probability(static_cast<float>(o.get("repeat_action_probability"))) {}
 
 class AtariGame {
@@ -474,6 +476,7 @@ class AtariGame {
       }
     }
     lives_ = ale_.lives();
+    last_reward_ = 0;
     head_ = 0;
     preprocess(frame(0));
     for (int k = 1; k < opt_.stack_num; ++k) std::memcpy(frame(k), frame(0), opt_.frame_size());
@@ -481,6 +484,7 @@ class AtariGame {
 
   core::StepResult step(int32_t action) {
     const float reward = step_frames(actions_[action]);
+    last_reward_ = static_cast<int32_t>(reward);  // ALE's rewards are integers
     const bool over = ale_.game_over(false);
     const int lives = ale_.lives();
     life_lost_ = lives < lives_;
@@ -511,6 +515,16 @@ class AtariGame {
   }
 
   int lives() const { return lives_; }
+  // ALE's screen (the last emulated frame) in RGB, as ALE's getScreenRGB.
+  void render(uint8_t* out) {
+    const uint8_t* s = screen();
+    for (size_t p = 0; p < kScreenSize; ++p, out += 3) {
+      out[0] = rgb_[0][s[p]];
+      out[1] = rgb_[1][s[p]];
+      out[2] = rgb_[2][s[p]];
+    }
+  }
+  int32_t last_reward() const { return last_reward_; }  // the last step's, unclipped (0 after a reset)
   bool game_over() const { return ale_.game_over(false); }
 
   // Emulation only, for the benchmark's baseline.
@@ -582,6 +596,7 @@ class AtariGame {
   std::array<std::array<uint8_t, 256>, 3> rgb_{};
   std::vector<uint8_t> stack_;
   int head_ = 0, lives_ = 0;
+  int32_t last_reward_ = 0;
   bool life_lost_ = false, has_fire_ = false;
 };
 
@@ -613,6 +628,8 @@ core::Spec Atari::spec(const core::Options& options) {
   s.env_address_bytes = 760.0 * 1024 + frames;
   s.env_resident_bytes = 270.0 * 1024 + frames;
   s.info_names = {"lives"};
+  if (opt.envpool_info) s.info_names = {"lives", "reward", "terminated"};
+  s.render_shape = {kScreenH, kScreenW, 3};
   return s;
 }
 
@@ -631,7 +648,16 @@ core::StepResult Atari::step(int i, const Action* action) { return games_[i]->st
 
 void Atari::write_obs(int i, uint8_t* out) const { games_[i]->write_obs(out); }
 
-void Atari::write_info(int i, int32_t* out) const noexcept { out[0] = games_[i]->lives(); }
+void Atari::render(int i, uint8_t* out) { games_[i]->render(out); }
+
+void Atari::write_info(int i, int32_t* out) const noexcept {
+  const AtariGame& game = *games_[i];
+  out[0] = game.lives();
+  if (opt_.envpool_info) {
+    out[1] = game.last_reward();
+    out[2] = game.game_over();
+  }
+}
 
 double atari_loop_rate(const core::Options& options, int steps, bool preprocess) {
   quiet_ale();

@@ -28,6 +28,7 @@ struct AtariOptions {
   bool gray_scale = true, use_fire_reset = false, episodic_life = false, reward_clip = false;
   bool full_action_space = false;
   bool channels_last = false;  // (H, W, stack * C) instead of (stack * C, H, W): RLlib's CNNs want it
+  bool envpool_info = false;   // info also has EnvPool's "reward" (unclipped) and "terminated" (game over)
   float repeat_action_probability = 0.25f;
 
   // Reads the options (core::Options checked them against Atari::options()).
@@ -57,7 +58,8 @@ class Atari {
   void reset(int i, core::Pcg64& rng);
   core::StepResult step(int i, const Action* action);
   void write_obs(int i, uint8_t* out) const;
-  void write_info(int i, int32_t* out) const noexcept;  // info_names: lives
+  void write_info(int i, int32_t* out) const noexcept;  // info_names: lives (, reward, terminated)
+  void render(int i, uint8_t* out);                     // the screen, (210, 160, 3) RGB
 
  private:
   AtariOptions opt_;
