@@ -1,14 +1,15 @@
-"""gymnasium's registry entries for fastvec's native ids, made at ``import fastvec``:
-``gymnasium.make_vec("fastvec/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")``."""
+"""gymnasium's registry entries for fastvec's native ids, made at ``import fastvec``: the vector entry point
+(``gymnasium.make_vec("fastvec/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")``, fastvec's
+pool) and the single-env entry point (``gymnasium.make("fastvec/CartPole-v1")``, and with it ``make_vec``'s
+``"sync"`` and ``"async"`` modes over :class:`fastvec._single_env.NativeEnv`)."""
 
 from __future__ import annotations
 
-import functools
-
 import gymnasium
 
+from fastvec._single_env import _MakeEnv
 from fastvec.registry import entries
-from fastvec.vector import make
+from fastvec.vector import _MakeNative
 
 
 def register_gymnasium_envs() -> None:
@@ -18,7 +19,8 @@ def register_gymnasium_envs() -> None:
             continue
         gymnasium.register(
             id=name,
-            vector_entry_point=functools.partial(make, entry.id),
+            entry_point=_MakeEnv(entry.id),
+            vector_entry_point=_MakeNative(entry.id),
             max_episode_steps=entry.max_episode_steps,
             reward_threshold=entry.reward_threshold,
         )

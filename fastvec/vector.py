@@ -29,6 +29,7 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 import fastvec._core as _core
+from fastvec import _render
 from fastvec._args import (
     ENV_CALL_KINDS,
     MODES,
@@ -190,7 +191,40 @@ def make(
             seed=seed,
             episode_stats=episode_stats,
         )
-    entry = lookup(env_id)
+    return make_native(
+        lookup(env_id),
+        num_envs,
+        batch_size=batch_size,
+        num_threads=num_threads,
+        seed=seed,
+        autoreset_mode=mode,
+        max_episode_steps=max_episode_steps,
+        block_size=block_size,
+        episode_stats=episode_stats,
+        env_kwargs=env_kwargs,
+    )
+
+
+def make_native(
+    entry: EnvEntry,
+    num_envs: int | None,
+    *,
+    batch_size: int | None,
+    num_threads: int | None,
+    seed: int | None,
+    autoreset_mode: str,
+    max_episode_steps: int | None,
+    block_size: int | None,
+    episode_stats: bool,
+    env_kwargs: dict[str, Any],
+    cls: type[VectorEnv] | None = None,
+    elapsed_step: bool = False,
+    thread_affinity_offset: int = -1,
+) -> VectorEnv:
+    """``make``'s native pool, its arguments checked (``seed`` already), as a ``cls`` (default
+    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments); ``elapsed_step`` adds the pool's
+    ``info["elapsed_step"]`` (EnvPool's); ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU
+    ``(offset + t) % count`` (EnvPool's)."""
     check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
@@ -211,6 +245,7 @@ def make(
         max_episode_steps = entry.max_episode_steps or 0
     else:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
+    render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
     options = _env_options(entry, env_kwargs)
     string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
     native = NativePool(
@@ -220,7 +255,7 @@ def make(
         num_threads,
         block_size or 0,
         max_episode_steps,
-        mode,
+        autoreset_mode,
         secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
         options,
         string_options,
@@ -228,17 +263,41 @@ def make(
         entry=entry,
         keywords={**entry.options, **env_kwargs},
         max_episode_steps=max_episode_steps or None,
+        elapsed_step=elapsed_step,
+        thread_affinity_offset=thread_affinity_offset,
+        render_mode=render_mode,
     )
-    return VectorEnv(
+    return (cls or VectorEnv)(
         native,
-        MODES[mode],
+        MODES[autoreset_mode],
         native.single_observation_space,
         native.single_action_space,
         max_episode_steps=max_episode_steps or None,
         entry=entry,
+        spec=copy.deepcopy(native._attributes["spec"]),  # (its own: get_attr("spec") gives copies too)
+        metadata=native._attributes["metadata"],
+        render_mode=render_mode,
         seed=seed,
         episode_stats=episode_stats,
     )
+
+
+def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
+    """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, classic
+    control drawn by gymnasium); a ValueError naming render_mode otherwise."""
+    if render_mode is None:
+        return None
+    modes = render_modes(entry)
+    if render_mode not in modes:
+        raise ValueError(
+            f"render_mode must be None or one of {modes} for fastvec's native {entry.id} (frames as numpy arrays; "
+            f"no window), got {render_mode!r}"
+        )
+    return render_mode
+
+
+def render_modes(entry: EnvEntry) -> list[str]:
+    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None) else []
 
 
 def _check_seed_range(seed: int, num_envs: int) -> None:
@@ -262,10 +321,19 @@ class NativePool(_core.Pool):
         entry: EnvEntry,
         keywords: dict[str, Any],
         max_episode_steps: int | None,
+        elapsed_step: bool = False,
+        thread_affinity_offset: int = -1,
+        render_mode: str | None = None,
     ) -> None:
         """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
-        its episode limit, for its spec."""
-        super().__init__(*pool_args, adapt_threads=adapt_threads)
+        its episode limit, for its spec; ``elapsed_step`` and ``thread_affinity_offset``: ``_core.Pool``'s;
+        ``render_mode``: None or "rgb_array" (checked by make)."""
+        super().__init__(
+            *pool_args,
+            adapt_threads=adapt_threads,
+            elapsed_step=elapsed_step,
+            thread_affinity_offset=thread_affinity_offset,
+        )
         spec = self.spec()
         self.label = f"fastvec's native {entry.id}"
         self.single_observation_space = _space("obs", spec)
@@ -281,12 +349,20 @@ class NativePool(_core.Pool):
                 reward_threshold=entry.reward_threshold,
                 kwargs=dict(keywords),
             ),
-            "render_mode": None,
-            "metadata": {"render_modes": []},
+            "render_mode": render_mode,
+            "metadata": {"render_modes": render_modes(entry)},
             "observation_space": self.single_observation_space,
             "action_space": self.single_action_space,
         }
         self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
+        self._env_id = entry.id
+        self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
+
+    def frames(self, env_id: Any = None) -> np.ndarray:
+        """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
+        if self._own_frames:
+            return self.peek(env_id, True)
+        return _render.draw(self._env_id, self.peek(env_id, False))
 
     def refused(self, exc: RuntimeError, env_id: Any) -> None:
         """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
@@ -540,6 +616,8 @@ class VectorEnv(gym.vector.VectorEnv):
         """Starts a reset of every env (what reset(), reset_async() and async_reset() share): drops what is in
         flight, then sends the reset with its seeds and the envs' options."""
         seeds = self._seeds(seed, self._all_ids)
+        if self.entry is not None:  # native envs take no options: refused before what is in flight is dropped
+            refuse_reset_options(self.label, env_options)
         self._pool.drain()
         self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
@@ -800,12 +878,20 @@ class VectorEnv(gym.vector.VectorEnv):
         self.env_call("set", name, values)
 
     def render(self) -> tuple[Any, ...] | None:
-        """Each env's frame, in env order: ``call("render")``, as gymnasium's AsyncVectorEnv renders (None when
-        the envs have no render mode, as native envs have none)."""
+        """Each env's frame, in env order, as gymnasium's vector envs render (None when the envs have no render
+        mode): a Python env's ``render()``; a native env's ``(H, W, 3)`` uint8 frame (Atari: the emulator's screen;
+        classic control: gymnasium's drawing of its state), which needs every env out of flight."""
         if self.render_mode is None:
             self._check_open()
             return None
+        if self.entry is not None:
+            self._check_open()
+            return tuple(self._native_pool().frames(None))
         return self.call("render")
+
+    def _native_pool(self) -> NativePool:
+        assert isinstance(self._pool, NativePool)
+        return self._pool
 
     def env_call(
         self,

@@ -411,7 +411,7 @@ def test_native_envs_answer_the_attributes_they_have():
     assert spec[0].kwargs == {"g": 9.81}
     assert env.get_attr("g") == (9.81,) * 3  # gymnasium's PendulumEnv has g too
     assert env.get_attr("render_mode") == (None,) * 3
-    assert env.get_attr("metadata") == ({"render_modes": []},) * 3
+    assert env.get_attr("metadata") == ({"render_modes": ["rgb_array"]},) * 3  # (gymnasium draws it: test_render)
     assert env.get_attr("observation_space") == (env.single_observation_space,) * 3
     assert env.call("action_space") == (env.single_action_space,) * 3
     again = gym.make_vec(spec[0], num_envs=2)  # the spec makes the same envs again
@@ -594,7 +594,7 @@ def test_sb3_render_mode_and_metadata_come_from_the_envs():
     ours.close()
     ref.close()
     native = fastvec.sb3_vec("CartPole-v1", 2, seed=0)
-    assert native.render_mode is None and native.metadata == {"render_modes": []}
+    assert native.render_mode is None and native.metadata == {"render_modes": []}  # (SB3's, from render_mode)
     native.close()
 
 

@@ -172,7 +172,7 @@ class SB3VecEnv(VecEnv):
                 stacklevel=2,
             )
             return [None for _ in range(self.num_envs)]
-        return self.env.env_call("method", "render")
+        return list(self.env.render() or [None] * self.num_envs)  # (a native env's frames, or each Python env's)
 
     def _batched(self, actions: Any) -> Any:
         """For a Dict or Tuple action space, a list of per-env actions (a list of dicts, of tuples), which
