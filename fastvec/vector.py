@@ -134,7 +134,7 @@ def make(
     max_episode_steps: int | None = None,
     block_size: int | None = None,
     backend: str = "auto",
-    episode_stats: bool = False,
+    episode_stats: bool | str = False,
     **env_kwargs: Any,
 ) -> VectorEnv:
     """Makes ``num_envs`` copies of ``env_id`` stepped in a native thread pool (or, for a callable,
@@ -151,15 +151,19 @@ def make(
     ``send(actions, info["env_id"])`` steps exactly those.
 
     ``seed`` seeds each env's first reset as ``reset(seed=seed)`` would (env ``i`` with ``seed + i``).
-    ``episode_stats=True`` adds each ended episode's return and length to ``info`` (the adapters turn it on).
+    ``episode_stats=True`` adds each ended episode's return and length to ``info`` (the adapters turn it on);
+    ``episode_stats="gymnasium"`` adds them as gymnasium's ``RecordEpisodeStatistics`` does: ``info["episode"]``
+    (``r``, ``l``, ``t``) and its mask ``info["_episode"]``, which CleanRL's gymnasium scripts read.
     ``observation_mode="different"`` (gymnasium's AsyncVectorEnv's; default ``"same"``) lets a list of Python envs
     have observation spaces that differ in bounds but share type, shape and dtype (Tianshou's envs of several sizes).
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
     mode = autoreset_mode_name(autoreset_mode)
-    if not isinstance(episode_stats, bool):
-        raise TypeError(f"episode_stats must be a bool, got {type(episode_stats).__name__}")
+    if not isinstance(episode_stats, bool) and episode_stats != "gymnasium":
+        raise TypeError(
+            f"episode_stats must be a bool or 'gymnasium', got {type(episode_stats).__name__} {episode_stats!r}"
+        )
     if seed is not None:
         seed = check_seed("seed", seed)
         n = num_envs if isinstance(num_envs, int) else 1
@@ -215,7 +219,7 @@ def make_native(
     autoreset_mode: str,
     max_episode_steps: int | None,
     block_size: int | None,
-    episode_stats: bool,
+    episode_stats: bool | str,
     env_kwargs: dict[str, Any],
     cls: type[VectorEnv] | None = None,
     elapsed_step: bool = False,
@@ -524,7 +528,7 @@ class VectorEnv(gym.vector.VectorEnv):
         spec: Any = None,
         render_mode: str | None = None,
         seed: int | None = None,
-        episode_stats: bool = False,
+        episode_stats: bool | str = False,
     ) -> None:
         self._pool = backend
         self.entry = entry  #: the registry entry of a native env (None for the Python-env pool)
@@ -541,7 +545,10 @@ class VectorEnv(gym.vector.VectorEnv):
         self.render_mode = render_mode  #: the first env's (gymnasium's AsyncVectorEnv takes it from its first env)
         self.spec = spec
         self._mode = autoreset_mode
-        self._episode_stats = episode_stats
+        self._episode_stats = episode_stats is True  # fastvec's keys (episode_return, episode_length)
+        self._gymnasium_stats = episode_stats == "gymnasium"  # RecordEpisodeStatistics' (episode, _episode)
+        self._stats_mode = episode_stats
+        self._episode_start = np.full(self.num_envs, time.perf_counter())  # (the gymnasium stats' "t")
         # Rows come in env order in sync mode; in async mode info["env_id"] says which env each row is.
         self._with_env_id = self.batch_size < self.num_envs
         self._all_ids = range(self.num_envs)
@@ -572,9 +579,9 @@ class VectorEnv(gym.vector.VectorEnv):
         return getattr(self._pool, "active_threads", self.num_threads)
 
     @property
-    def episode_stats(self) -> bool:
+    def episode_stats(self) -> bool | str:
         """Whether ``info`` carries each ended episode's ``episode_return`` and ``episode_length``."""
-        return self._episode_stats
+        return self._stats_mode
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as AsyncVectorEnv's
@@ -621,6 +628,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self._pool.drain()
         self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
+        self._episode_start[:] = time.perf_counter()
 
     def _reset_rows(self, timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Every env's row of the reset in flight, in env order; past ``timeout`` a :class:`WaitTimeout`, the
@@ -1059,6 +1067,8 @@ class VectorEnv(gym.vector.VectorEnv):
                     "_episode_length": done,
                 }
                 info.update(stats)
+            elif self._gymnasium_stats:
+                self._gymnasium_episode(r, info)
             if r.final_obs is not None:
                 boxed = np.full(len(done), None, dtype=object)
                 for i in np.flatnonzero(done).tolist():
@@ -1068,6 +1078,22 @@ class VectorEnv(gym.vector.VectorEnv):
                 # statistics (info itself has the new episode's).
                 info["final_info"], info["_final_info"] = {**stats, **(r.final_info or {})}, done
         return r.obs, r.reward, r.terminated, r.truncated, info
+
+    def _gymnasium_episode(self, r: _core.Result, info: dict[str, Any]) -> None:
+        """Ended episodes' statistics as gymnasium's vector ``RecordEpisodeStatistics`` adds them: ``episode``
+        (``r``: returns, ``l``: lengths, ``t``: seconds since the episode started; 0 in other rows) and its mask
+        ``_episode``."""
+        done = r.ended
+        now = time.perf_counter()
+        ids = r.env_id
+        seconds = np.where(done, np.round(now - self._episode_start[ids], 6), 0.0)
+        self._episode_start[ids[done]] = now
+        info["episode"] = {  # (0 in other rows, as gymnasium's; the Python-env pool leaves running values there)
+            "r": np.where(done, r.episode_return, 0.0),
+            "l": np.where(done, r.episode_length, 0).astype(np.int32),
+            "t": seconds,
+        }
+        info["_episode"] = done
 
 
 def _info_rows_at(info: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
@@ -1127,7 +1153,11 @@ class PyVectorEnv(VectorEnv):
     with that pool's worker processes in view."""
 
     def __init__(
-        self, pool: PyEnvPool, autoreset_mode: AutoresetMode, seed: int | None = None, episode_stats: bool = False
+        self,
+        pool: PyEnvPool,
+        autoreset_mode: AutoresetMode,
+        seed: int | None = None,
+        episode_stats: bool | str = False,
     ) -> None:
         super().__init__(
             pool,

@@ -205,3 +205,35 @@ def test_a_bad_timeout_gets_the_same_words_and_the_pool_goes_on(async_pools):
         same_error({b: lambda e=e, t=timeout: e.recv(timeout=t) for b, e in async_pools.items()}, error, match)
     for env in async_pools.values():
         assert len(env.recv(timeout=10)[1]) == 2
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_gymnasium_episode_statistics(backend):
+    """episode_stats="gymnasium": info["episode"] (r, l, t) and info["_episode"] at the steps, and with the values,
+    gymnasium's RecordEpisodeStatistics gives over gymnasium's own envs from the same seeds; none of fastvec's
+    episode_return keys; a bad value is a TypeError naming episode_stats."""
+    env = fastvec.make("CartPole-v1", num_envs=4, seed=0, episode_stats="gymnasium", backend=backend)
+    ref = gym.wrappers.vector.RecordEpisodeStatistics(gym.make_vec("CartPole-v1", 4, vectorization_mode="sync"))
+    env.reset()
+    ref.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(300):
+        a = rng.integers(0, 2, 4)
+        *_, info = env.step(a)
+        *_, want = ref.step(a)
+        assert ("episode" in info) == ("episode" in want)
+        assert "episode_return" not in info
+        if "episode" in info:
+            np.testing.assert_array_equal(info["_episode"], want["_episode"])
+            np.testing.assert_array_equal(info["episode"]["r"], want["episode"]["r"])
+            np.testing.assert_array_equal(info["episode"]["l"], want["episode"]["l"])
+            t = info["episode"]["t"]
+            assert (t[info["_episode"]] > 0).all() and (t[~info["_episode"]] == 0).all()
+            ended += int(info["_episode"].sum())
+    assert ended > 20
+    assert env.episode_stats == "gymnasium"
+    env.close()
+    ref.close()
+    with pytest.raises(TypeError, match="episode_stats must be a bool or 'gymnasium'"):
+        fastvec.make("CartPole-v1", num_envs=2, episode_stats="monitor")
