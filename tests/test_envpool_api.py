@@ -317,6 +317,13 @@ def test_legacy_gym_api():
     assert done[0] and not info["TimeLimit.truncated"][0]
     env.close()
     assert isinstance(fe_legacy.make("CartPole-v1", env_type="gymnasium").reset(), tuple)
+    env = fe_legacy.make_gym("CartPole-v1", num_envs=4, batch_size=2, seed=0)  # async: 4-tuples from recv too
+    assert env.reset().shape == (2, 4)  # the first 2 envs' resets
+    obs, reward, done, info = env.recv()  # the other 2
+    env.send(np.zeros(2, np.int32), info["env_id"])
+    obs, reward, done, info = env.recv()
+    assert obs.shape == (2, 4) and done.shape == (2,) and "TimeLimit.truncated" in info
+    env.close()
 
 
 def test_gymnasium_wrappers_wrap_it():
@@ -410,3 +417,26 @@ def test_bad_task_env_type_and_actions():
     obs, *_ = env.step(np.zeros(2, np.int32))  # still usable
     assert obs.shape == (2, 4)
     env.close()
+
+
+@pytest.mark.atari
+def test_dm_zero_discount_on_life_loss():
+    """zero_discount_on_life_loss (dm, without episodic_life): a lost life gives discount 0 but no LAST step, as
+    EnvPool; without it, discount stays 1 until the game is over."""
+    for zero in (True, False):
+        env = fe.make_dm("Breakout-v5", num_envs=1, seed=0, zero_discount_on_life_loss=zero)
+        ts = env.reset()
+        lives, losses = int(ts.observation.lives[0]), 0
+        rng = np.random.default_rng(0)
+        for _ in range(5000):
+            ts = env.step(rng.integers(0, 4, 1).astype(np.int32))
+            now = int(ts.observation.lives[0])
+            if ts.last()[0]:
+                assert ts.discount[0] == 0.0 and now == 0
+                break
+            lost = now < lives
+            losses += lost
+            assert ts.discount[0] == (0.0 if zero and lost else 1.0)
+            lives = now
+        assert losses == 4
+        env.close()

@@ -329,7 +329,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         if self._sync:
             return super().reset(seed=seed, options=options)
         self.async_reset(seed=seed, options=options)
-        obs, _, _, _, info = self.recv()
+        obs, _, _, _, info = VectorEnv.recv(self)  # (the 5-tuple: LegacyGymEnvPool's recv returns 4)
         return obs, info
 
     def step(  # type: ignore[override]
