@@ -146,3 +146,28 @@ def test_render_mistakes():
     env.close()
     with pytest.raises(gym.error.ClosedEnvironmentError):
         env.render()
+
+
+def test_videos_are_recorded(tmp_path):
+    """SB3's VecVideoRecorder and gymnasium's RecordVideo (CleanRL's --capture-video) write their videos from
+    fastvec's frames."""
+    pytest.importorskip("moviepy")  # both write videos with moviepy
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    env = fastvec.sb3_vec("CartPole-v1", num_envs=2, seed=0, render_mode="rgb_array")
+    env = VecVideoRecorder(env, str(tmp_path / "sb3"), record_video_trigger=lambda step: step == 0, video_length=20)
+    env.reset()
+    for _ in range(25):
+        env.step(np.zeros(2, dtype=np.int64))
+    env.close()
+    (video,) = (tmp_path / "sb3").iterdir()
+    assert video.suffix == ".mp4" and video.stat().st_size > 1000
+    one = gym.wrappers.RecordVideo(
+        gym.make("fastvec/CartPole-v1", render_mode="rgb_array"), str(tmp_path / "gym"), episode_trigger=lambda i: True
+    )
+    one.reset(seed=0)
+    while not any(one.step(1)[2:4]):
+        pass
+    one.close()
+    (video,) = (tmp_path / "gym").iterdir()
+    assert video.suffix == ".mp4" and video.stat().st_size > 1000
