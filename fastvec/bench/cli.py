@@ -44,6 +44,8 @@ DEFAULT_CONTENDERS = (
     "gym-async",
     "sb3-dummy",
     "sb3-subproc",
+    "fastvec-envpool",
+    "fastvec-envpool-async",
     "envpool-t1",
     "envpool-async-t1",
     "ray-actors",

@@ -172,6 +172,28 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
     return SyncRunner(env, env.step, _actions(num_envs, np.int32, env_id), num_envs, env.close)
 
 
+def make_fastvec_envpool(env_id: str, num_envs: int, asynchronous: bool) -> Runner:
+    """fastvec.envpool's front door (EnvPool's API and info keys) over fastvec's pool, with the same work as the
+    other rows (the Atari settings set explicitly, as for EnvPool) and fastvec's default threads."""
+    import fastvec
+    import fastvec.envpool
+
+    if env_id not in fastvec.list_envs():
+        raise NotAvailable("not available in this build")
+    kwargs: dict[str, Any] = {"num_envs": num_envs, "seed": 0}
+    if is_atari(env_id):
+        kwargs.update(ATARI, max_episode_steps=ATARI_MAX_STEPS)
+    else:
+        _classic_only(env_id)
+    actions = _actions(num_envs, np.int64, env_id)  # as the fastvec rows: the front door's cost alone
+    if asynchronous:
+        env = fastvec.envpool.make(env_id, env_type="gymnasium", batch_size=num_envs // 2, **kwargs)
+        return AsyncRunner(env, actions, num_envs // 2)
+    env = fastvec.envpool.make(env_id, env_type="gymnasium", **kwargs)
+    env.reset()
+    return SyncRunner(env, env.step, actions, num_envs, env.close)
+
+
 def _ale_id(env_id: str) -> str:
     import ale_py
     import gymnasium as gym
@@ -508,6 +530,19 @@ CONTENDERS = [
     Contender("sb3-dummy", "SB3 DummyVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, False)),
     Contender(
         "sb3-subproc", "SB3 SubprocVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, True), uses_processes=True
+    ),
+    Contender(
+        "fastvec-envpool",
+        "fastvec.envpool (EnvPool's API) sync",
+        "fastvec",
+        lambda e, n: make_fastvec_envpool(e, n, False),
+    ),
+    Contender(
+        "fastvec-envpool-async",
+        "fastvec.envpool (EnvPool's API) async",
+        "fastvec",
+        lambda e, n: make_fastvec_envpool(e, n, True),
+        needs_batch=True,
     ),
     Contender("envpool-t1", "EnvPool sync, num_threads=1", "envpool", lambda e, n: make_envpool(e, n, 1, False)),
     Contender("envpool-t2", "EnvPool sync, num_threads=2", "envpool", lambda e, n: make_envpool(e, n, 2, False)),
