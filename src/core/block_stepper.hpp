@@ -346,7 +346,7 @@ class BlockStepper {
       }
       guarded(e, i, s, [&] {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
-        write_info(env, i, e, &s.final_info[static_cast<size_t>(i) * info_fields_]);
+        write_info(env, i, e, s.final_info.data() + static_cast<size_t>(i) * info_fields_);  // (empty: no info)
         reset_env(env, i, e);
       });
     }

@@ -588,8 +588,11 @@ class Pool final : public PoolBase {
     }
     std::shared_ptr<Batch> out = ring_.take();
     in_flight_ -= rows;
-    if (sync_) {
-      std::fill(state_.begin(), state_.end(), State::kIdle);
+    if (sync_ && rows == cfg_.batch_size) {
+      std::fill(state_.begin(), state_.end(), State::kIdle);  // every env was in flight
+    } else if (sync_) {
+      for (State& st : state_)  // a partial send: its envs only (the others may never have been reset)
+        if (st == State::kInFlight) st = State::kIdle;
     } else {
       const int32_t* ids = out->env_id();
       for (int r = 0; r < rows; ++r) state_[ids[r]] = State::kIdle;
