@@ -37,6 +37,16 @@ def can_render(env_id: str, native_frames: bool) -> bool:
     return native_frames or env_id in _CLASSIC
 
 
+def render_fps(env_id: str, atari: bool) -> int:
+    """Frames per second a video of ``env_id`` plays at: gymnasium's class's (ale-py's 30 for Atari)."""
+    if atari:
+        return 30
+    import importlib
+
+    module, name, _ = _CLASSIC[env_id]
+    return int(getattr(importlib.import_module(module), name).metadata["render_fps"])
+
+
 @functools.cache
 def _drawer(env_id: str) -> Any:
     """gymnasium's env of ``env_id`` in rgb_array mode, kept to draw states (one per id and process)."""
@@ -49,7 +59,8 @@ def _drawer(env_id: str) -> Any:
 
 
 def draw(env_id: str, observations: np.ndarray) -> np.ndarray:
-    """The frames gymnasium draws for the states behind ``observations`` (one row per env): ``(n, H, W, 3)``."""
+    """The frames gymnasium draws for the states behind ``observations`` (one row per env, at least one):
+    ``(n, H, W, 3)``."""
     env = _drawer(env_id)
     to_state = _CLASSIC[env_id][2]
     frames = []

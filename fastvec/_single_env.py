@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._args import ResetNeeded
+from fastvec._render import render_fps
 from fastvec.registry import lookup
 from fastvec.vector import _MakeNative, check_render_mode, info_rows, make, render_modes
 
@@ -72,7 +73,7 @@ class NativeEnv(gym.Env):
         self.observation_space = self._pool.single_observation_space
         self.action_space = self._pool.single_action_space
         self.render_mode = render_mode
-        self.metadata = {"render_modes": render_modes(entry), "render_fps": 30 if entry.rom else 50}
+        self.metadata = {"render_modes": render_modes(entry), "render_fps": render_fps(entry.id, entry.rom is not None)}
         # What gymnasium.make sets on the env it makes (and overwrites with its own): the spec that makes it again.
         self.spec = gym.envs.registration.EnvSpec(
             id=f"fastvec/{entry.id}",

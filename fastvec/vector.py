@@ -364,6 +364,8 @@ class NativePool(_core.Pool):
 
     def frames(self, env_id: Any = None) -> np.ndarray:
         """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
+        if env_id is not None and not np.size(env_id):
+            raise ValueError("env_id must name at least one env to render, got none")
         if self._own_frames:
             return self.peek(env_id, True)
         return _render.draw(self._env_id, self.peek(env_id, False))
@@ -548,7 +550,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self._episode_stats = episode_stats is True  # fastvec's keys (episode_return, episode_length)
         self._gymnasium_stats = episode_stats == "gymnasium"  # RecordEpisodeStatistics' (episode, _episode)
         self._stats_mode = episode_stats
-        self._episode_start = np.full(self.num_envs, time.perf_counter())  # (the gymnasium stats' "t")
+        # When each env's episode began (the gymnasium stats' "t"; only for them).
+        self._episode_start = np.full(self.num_envs, time.perf_counter()) if self._gymnasium_stats else None
         # Rows come in env order in sync mode; in async mode info["env_id"] says which env each row is.
         self._with_env_id = self.batch_size < self.num_envs
         self._all_ids = range(self.num_envs)
@@ -628,7 +631,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self._pool.drain()
         self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
-        self._episode_start[:] = time.perf_counter()
+        if self._episode_start is not None:
+            self._episode_start[:] = time.perf_counter()
 
     def _reset_rows(self, timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Every env's row of the reset in flight, in env order; past ``timeout`` a :class:`WaitTimeout`, the
@@ -1083,14 +1087,15 @@ class VectorEnv(gym.vector.VectorEnv):
         """Ended episodes' statistics as gymnasium's vector ``RecordEpisodeStatistics`` adds them: ``episode``
         (``r``: returns, ``l``: lengths, ``t``: seconds since the episode started; 0 in other rows) and its mask
         ``_episode``."""
-        done = r.ended
+        done, returns, lengths = r.ended, r.episode_return, r.episode_length
+        assert self._episode_start is not None and done is not None and returns is not None and lengths is not None
         now = time.perf_counter()
         ids = r.env_id
         seconds = np.where(done, np.round(now - self._episode_start[ids], 6), 0.0)
         self._episode_start[ids[done]] = now
         info["episode"] = {  # (0 in other rows, as gymnasium's; the Python-env pool leaves running values there)
-            "r": np.where(done, r.episode_return, 0.0),
-            "l": np.where(done, r.episode_length, 0).astype(np.int32),
+            "r": np.where(done, returns, 0.0),
+            "l": np.where(done, lengths, 0).astype(np.int32),
             "t": seconds,
         }
         info["_episode"] = done

@@ -440,3 +440,71 @@ def test_dm_zero_discount_on_life_loss():
             lives = now
         assert losses == 4
         env.close()
+
+
+def test_reset_of_some_envs_as_envpool():
+    """reset(env_id) (and reset(options={"reset_mask": m})) resets those envs and returns their rows only, in
+    env_id's order, as EnvPool; the other envs go on from where they were; the dm env's reset(env_id) too."""
+    ours = fe.make_gymnasium("CartPole-v1", num_envs=4, seed=0)
+    theirs = envpool_make("CartPole-v1", "gymnasium", num_envs=4, seed=0)
+    ours.reset(), theirs.reset()
+    for _ in range(3):
+        ours.step(np.zeros(4, np.int32)), theirs.step(np.zeros(4, np.int32))
+    obs, info = ours.reset(np.array([3, 1]))
+    want_obs, want = theirs.reset(np.array([3, 1]))
+    assert obs.shape == want_obs.shape == (2, 4)
+    for key in ("env_id", "elapsed_step"):
+        np.testing.assert_array_equal(info[key], want[key])
+    mask = np.array([False, False, True, False])
+    obs, info = ours.reset(options={"reset_mask": mask})
+    assert obs.shape == (1, 4) and info["env_id"].tolist() == [2]
+    *_, info = ours.step(np.zeros(4, np.int32))
+    np.testing.assert_array_equal(info["elapsed_step"], [4, 1, 1, 1])
+    with pytest.raises(ValueError, match="options\\['reset_mask'\\] must have shape \\(4,\\)"):
+        ours.reset(options={"reset_mask": np.ones(3, bool)})
+    with pytest.raises(ValueError, match="not both"):
+        ours.reset(np.array([0]), options={"env_id": [1]})
+    ours.close()
+    theirs.close()
+    dm = fe.make_dm("CartPole-v1", num_envs=4, seed=0)
+    dm.reset()
+    ts = dm.reset(np.array([0, 1]))
+    assert ts.first().all() and ts.observation.env_id.tolist() == [0, 1]
+    ts = dm.step(np.zeros(4, np.int32))  # the pool goes on
+    assert ts.observation.obs.shape == (4, 4) and ts.mid().all()
+    dm.close()
+
+
+def test_a_partial_step_leaves_never_reset_envs_unreset():
+    """After a sync pool's partial reset and step, an env that was never reset is still refused (a partial
+    receive marks only the envs it received as idle)."""
+    env = fastvec.make("CartPole-v1", num_envs=4, render_mode="rgb_array")
+    env.async_reset(env_id=[0, 1])
+    env.recv_rest()
+    env.send(np.zeros(1, np.int64), [0])
+    env.recv_rest()
+    with pytest.raises(gym.error.ResetNeeded, match="env 3 has not been reset"):
+        env.send(np.zeros(1, np.int64), [3])
+    with pytest.raises(RuntimeError, match="env 2 has not been reset"):
+        env.render()
+    env.send(np.zeros(2, np.int64), [0, 1])  # the reset envs go on
+    assert env.recv_rest()[0].shape == (2, 4)
+    env.close()
+
+
+def test_empty_and_out_of_range_requests_are_named():
+    env = fe.make_gymnasium("CartPole-v1", num_envs=2, render_mode="rgb_array")
+    env.reset()
+    with pytest.raises(ValueError, match="env_id must name at least one env"):
+        env.step(np.zeros(0, np.int32), [])
+    with pytest.raises(ValueError, match="at least one env"):
+        env.render([])
+    with pytest.raises(ValueError, match="thread_affinity_offset must be in"):
+        fe.make_gymnasium("CartPole-v1", thread_affinity_offset=2**40)
+    obs, *_ = env.step(np.zeros(2, np.int32))
+    assert obs.shape == (2, 4)
+    dm = fe.make_dm("CartPole-v1", num_envs=2, render_mode="rgb_array")
+    dm.reset()
+    assert dm.render().shape == (1, 400, 600, 3)
+    env.close()
+    dm.close()

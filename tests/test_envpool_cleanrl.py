@@ -104,13 +104,15 @@ class Agent(nn.Module):
 
 
 def ppo_update(agent, optimizer, b, num_minibatches=4, epochs=2, clip=0.1):
-    """CleanRL's PPO update over a flattened batch ``b`` (obs, logprobs, actions, advantages, returns)."""
+    """CleanRL's PPO update over a flattened batch ``b`` (obs, logprobs, actions, advantages, returns), its
+    minibatches drawn from a seeded generator."""
+    rng = np.random.default_rng(len(b["obs"]))
     n = len(b["obs"])
     size = n // num_minibatches
     losses = []
     for _ in range(epochs):
         for start in range(0, n, size):
-            mb = np.random.permutation(n)[:size] if start else np.arange(size)
+            mb = rng.permutation(n)[:size] if start else np.arange(size)
             _, newlogprob, entropy, newvalue = agent.get_action_and_value(b["obs"][mb], b["actions"].long()[mb])
             ratio = (newlogprob - b["logprobs"][mb]).exp()
             adv = b["advantages"][mb]
@@ -136,6 +138,17 @@ def advantages(rewards, dones, values, next_value, next_done, gamma=0.99, lam=0.
         delta = rewards[t] + gamma * nextvalues * nonterminal - values[t]
         adv[t] = last = delta + gamma * lam * nonterminal * last
     return adv, adv + values
+
+
+def flat_batch(envs, obs, logprobs, actions, adv, returns) -> dict:
+    """A rollout's (num_steps, num_envs) tensors flattened into one batch, as CleanRL does before its update."""
+    return {
+        "obs": obs.reshape((-1, *envs.single_observation_space.shape)),
+        "logprobs": logprobs.reshape(-1),
+        "actions": actions.reshape(-1),
+        "advantages": adv.reshape(-1),
+        "returns": returns.reshape(-1),
+    }
 
 
 def cleanrl_legacy_ppo(envpool, env_id: str, num_envs: int, num_steps: int, updates: int) -> dict:
@@ -170,14 +183,7 @@ def cleanrl_legacy_ppo(envpool, env_id: str, num_envs: int, num_steps: int, upda
                     episodes.append((float(info["r"][idx]), int(info["l"][idx])))
         with torch.no_grad():
             adv, returns = advantages(rewards, dones, values, agent.get_value(next_obs).reshape(1, -1), next_done)
-        b = {
-            "obs": obs.reshape((-1, *envs.single_observation_space.shape)),
-            "logprobs": logprobs.reshape(-1),
-            "actions": actions.reshape(-1),
-            "advantages": adv.reshape(-1),
-            "returns": returns.reshape(-1),
-        }
-        losses += ppo_update(agent, optimizer, b)
+        losses += ppo_update(agent, optimizer, flat_batch(envs, obs, logprobs, actions, adv, returns))
     envs.close()
     return {"global_step": global_step, "episodes": episodes, "losses": losses}
 
@@ -211,14 +217,7 @@ def cleanrl_gymnasium_ppo(envpool, env_id: str, num_envs: int, num_steps: int, u
             next_obs, next_done = torch.Tensor(next_obs), torch.Tensor(done.astype(np.float32))
         with torch.no_grad():
             adv, returns = advantages(rewards, dones, values, agent.get_value(next_obs).reshape(1, -1), next_done)
-        b = {
-            "obs": obs.reshape((-1, *envs.single_observation_space.shape)),
-            "logprobs": logprobs.reshape(-1),
-            "actions": actions.reshape(-1),
-            "advantages": adv.reshape(-1),
-            "returns": returns.reshape(-1),
-        }
-        losses += ppo_update(agent, optimizer, b, epochs=4)
+        losses += ppo_update(agent, optimizer, flat_batch(envs, obs, logprobs, actions, adv, returns), epochs=4)
     envs.close()
     return {"episodes": episodes, "losses": losses}
 

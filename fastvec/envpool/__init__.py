@@ -35,7 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec._args import check_env_ids, check_int, check_seed
+from fastvec._args import check_env_ids, check_int, check_seed, reset_options
 from fastvec.registry import EnvEntry, list_envs, lookup
 from fastvec.vector import VectorEnv, make_native
 
@@ -217,7 +217,9 @@ def _config(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, Any]:
     config["num_envs"] = check_int("num_envs", config["num_envs"], 1, 1 << 24)
     config["batch_size"] = check_int("batch_size", config["batch_size"], 0, config["num_envs"]) or config["num_envs"]
     config["num_threads"] = check_int("num_threads", config["num_threads"], 0, 1024)
-    config["thread_affinity_offset"] = check_int("thread_affinity_offset", config["thread_affinity_offset"], -1)
+    config["thread_affinity_offset"] = check_int(
+        "thread_affinity_offset", config["thread_affinity_offset"], -1, 2**31 - 1
+    )
     config["seed"] = check_seed("seed", config["seed"])
     if not isinstance(config["gym_reset_return_info"], bool):
         raise TypeError(f"gym_reset_return_info must be a bool, got {config['gym_reset_return_info']!r}")
@@ -323,13 +325,27 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
     def spec(self, value: Any) -> None:  # VectorEnv.__init__ sets the gymnasium EnvSpec: EnvPool's is kept
         pass
 
-    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Every env's reset (sync), or, as EnvPool's async reset, the first ``batch_size`` envs to finish theirs
+    def reset(  # type: ignore[override]
+        self, env_id: Any = None, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """EnvPool's reset: every env (sync), or the envs of ``env_id`` (or of ``options["reset_mask"]``), and
+        their rows only, in ``env_id``'s order; an async pool returns the first ``batch_size`` envs to finish
         (the rest come from :meth:`recv`). ``seed`` reseeds as fastvec's ``reset`` does (EnvPool ignores it)."""
-        if self._sync:
-            return super().reset(seed=seed, options=options)
-        self.async_reset(seed=seed, options=options)
-        obs, _, _, _, info = VectorEnv.recv(self)  # (the 5-tuple: LegacyGymEnvPool's recv returns 4)
+        reset_mask, option_ids, env_options = reset_options(options)
+        if reset_mask is not None:
+            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
+                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
+            if reset_mask.shape != (self.num_envs,):
+                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}")
+            option_ids = np.flatnonzero(reset_mask)
+        if env_id is not None and option_ids is not None:
+            raise ValueError("pass the envs to reset as env_id or in options, not both")
+        env_id = option_ids if env_id is None else env_id
+        if env_id is None and self._sync:
+            return super().reset(seed=seed, options=env_options)
+        ids = None if env_id is None else self._ids(env_id)
+        self.async_reset(seed=seed, env_id=ids, options=env_options)
+        obs, _, _, _, info = self._rows_of(self.num_envs if ids is None else ids)
         return obs, info
 
     def step(  # type: ignore[override]
@@ -351,7 +367,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
             return r.obs, r.reward, r.terminated, r.truncated, info
         if env_id is None or not self._sync:
             return super().step(actions, env_id)
-        ids = check_env_ids(env_id, self.num_envs)
+        ids = self._ids(env_id)
         if self._waiting is not None:
             self._refuse_pending("step")
         try:
@@ -359,8 +375,23 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         except RuntimeError as exc:
             self._refusal(exc, ids)
             raise
-        result = self._result(self._pool.recv() if len(ids) == self.num_envs else self._pool.recv_rest())
-        if len(ids) > 1 and np.any(ids[1:] < ids[:-1]):  # rows come in env order: put them in env_id's
+        return self._rows_of(ids)
+
+    def _ids(self, env_id: Any) -> np.ndarray:
+        ids = check_env_ids(env_id, self.num_envs)
+        if not len(ids):
+            raise ValueError("env_id must name at least one env, got none")
+        return ids
+
+    def _rows_of(self, sent: np.ndarray | int) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The rows of the envs just sent (``sent``: their ids, or how many when all): a sync pool's in the order
+        of the ids (it returns them in env order), an async pool's first batch of them (completion order)."""
+        n = sent if isinstance(sent, int) else len(sent)
+        if not self._sync:
+            return self._result(self._pool.recv() if n >= self.batch_size else self._pool.recv_rest())
+        result = self._result(self._pool.recv() if n == self.num_envs else self._pool.recv_rest())
+        ids = sent
+        if isinstance(ids, np.ndarray) and len(ids) > 1 and np.any(ids[1:] < ids[:-1]):
             rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
             result = _pick(result, rank)
         return result
@@ -387,7 +418,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
             )
         if camera_id not in (None, -1, 0):
             raise ValueError(f"camera_id: fastvec's envs have one view (0), got {camera_id!r}")
-        ids = np.zeros(1, np.int32) if env_ids is None else check_env_ids(env_ids, self.num_envs)
+        ids = np.zeros(1, np.int32) if env_ids is None else self._ids(env_ids)
         self._check_open()
         return self._native_pool().frames(ids)
 
@@ -416,8 +447,10 @@ class LegacyGymEnvPool(GymnasiumEnvPool):
     with ``done = terminated | truncated`` and ``info["TimeLimit.truncated"]`` (truncated, not terminated).
     Made by :mod:`fastvec.envpool.legacy`'s ``make(..., env_type="gym")``."""
 
-    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
-        obs, info = super().reset(seed=seed, options=options)
+    def reset(  # type: ignore[override]
+        self, env_id: Any = None, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> Any:
+        obs, info = super().reset(env_id, seed=seed, options=options)
         return (obs, info) if self._spec.config.gym_reset_return_info else obs
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, dict[str, Any]]:  # type: ignore[override]
@@ -439,6 +472,8 @@ class DMEnvPool(_EnvPoolFace):
     (float32), ``discount`` (float32: 0 where the episode terminated, and on a lost life with
     ``zero_discount_on_life_loss``; 1 where it was truncated, as dm_env defines it) and ``observation``,
     a namedtuple ``State`` of ``env_id``, ``players``, ``obs`` and the env's info values."""
+
+    _pool_env: GymnasiumEnvPool
 
     def __init__(self, pool: GymnasiumEnvPool) -> None:
         import dm_env
@@ -465,12 +500,14 @@ class DMEnvPool(_EnvPoolFace):
         return self._spec.action_spec()
 
     def reset(self, env_id: Any = None) -> Any:
-        """Resets every env (sync) and returns their first TimeStep (async: the first ``batch_size`` envs')."""
-        if env_id is not None:
-            self._pool_env.async_reset(env_id=env_id)
-            return self.recv()
-        obs, info = self._pool_env.reset()
+        """Resets every env (or those of ``env_id``) and returns their first TimeStep (async: the first
+        ``batch_size`` envs')."""
+        obs, info = self._pool_env.reset(env_id)
         return self._timestep(obs, np.zeros(len(info["env_id"]), np.float32), None, None, info)
+
+    def render(self, env_ids: Any = None, camera_id: int | None = None) -> np.ndarray:
+        """EnvPool's render (made with ``render_mode="rgb_array"``): :meth:`GymnasiumEnvPool.render`'s frames."""
+        return self._pool_env.render(env_ids, camera_id)
 
     def step(self, actions: Any, env_id: Any = None) -> Any:
         return self._timestep(*self._pool_env.step(actions, env_id))
