@@ -60,7 +60,7 @@ class Pool:
         *,
         adapt_threads: bool = False,
         initial_threads: int = 0,
-        elapsed_step: bool = False,
+        envpool_info: bool = False,
         thread_affinity_offset: int = -1,
     ) -> None: ...
     def spec(self) -> dict[str, Any]: ...

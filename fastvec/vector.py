@@ -222,13 +222,13 @@ def make_native(
     episode_stats: bool | str,
     env_kwargs: dict[str, Any],
     cls: type[VectorEnv] | None = None,
-    elapsed_step: bool = False,
+    envpool_info: bool = False,
     thread_affinity_offset: int = -1,
 ) -> VectorEnv:
     """``make``'s native pool, its arguments checked (``seed`` already), as a ``cls`` (default
-    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments); ``elapsed_step`` adds the pool's
-    ``info["elapsed_step"]`` (EnvPool's); ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU
-    ``(offset + t) % count`` (EnvPool's)."""
+    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments). ``envpool_info`` makes each batch's
+    info EnvPool's (``env_id``, ``players``, the env's values, the pool's ``elapsed_step``);
+    ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU ``(offset + t) % count`` (EnvPool's)."""
     check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
     batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
@@ -267,7 +267,7 @@ def make_native(
         entry=entry,
         keywords={**entry.options, **env_kwargs},
         max_episode_steps=max_episode_steps or None,
-        elapsed_step=elapsed_step,
+        envpool_info=envpool_info,
         thread_affinity_offset=thread_affinity_offset,
         render_mode=render_mode,
     )
@@ -325,17 +325,17 @@ class NativePool(_core.Pool):
         entry: EnvEntry,
         keywords: dict[str, Any],
         max_episode_steps: int | None,
-        elapsed_step: bool = False,
+        envpool_info: bool = False,
         thread_affinity_offset: int = -1,
         render_mode: str | None = None,
     ) -> None:
         """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
-        its episode limit, for its spec; ``elapsed_step`` and ``thread_affinity_offset``: ``_core.Pool``'s;
+        its episode limit, for its spec; ``envpool_info`` and ``thread_affinity_offset``: ``_core.Pool``'s;
         ``render_mode``: None or "rgb_array" (checked by make)."""
         super().__init__(
             *pool_args,
             adapt_threads=adapt_threads,
-            elapsed_step=elapsed_step,
+            envpool_info=envpool_info,
             thread_affinity_offset=thread_affinity_offset,
         )
         spec = self.spec()

@@ -255,7 +255,7 @@ def _make_pool(
         episode_stats=False,
         env_kwargs=options,
         cls=cls,
-        elapsed_step=True,
+        envpool_info=True,
         thread_affinity_offset=config["thread_affinity_offset"],
     )
     if config["env_seed"]:
@@ -359,9 +359,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
             except RuntimeError as exc:
                 self._refusal(exc, None)
                 raise
-            ids = r.env_id
-            info: dict[str, Any] = {"env_id": ids, "players": {"env_id": ids}}
-            info.update(r.info)
+            info = r.info  # EnvPool's, built by the pool (envpool_info)
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
             return r.obs, r.reward, r.terminated, r.truncated, info
@@ -400,9 +398,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         return self._result(r)[4]
 
     def _result(self, r: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        ids = r.env_id
-        info: dict[str, Any] = {"env_id": ids, "players": {"env_id": ids}}
-        info.update(r.info)
+        info = r.info  # EnvPool's, built by the pool (envpool_info)
         if self._atari:
             info["reward"] = info["reward"].astype(np.float32)
         return r.obs, r.reward, r.terminated, r.truncated, info

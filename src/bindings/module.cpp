@@ -145,7 +145,8 @@ class NativePool {
   NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options,
-         bool adapt_threads, int initial_threads, bool elapsed_step, int thread_affinity_offset) {
+         bool adapt_threads, int initial_threads, bool envpool_info, int thread_affinity_offset)
+      : envpool_info_(envpool_info) {
     auto it = native_envs().find(env);
     if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
@@ -158,7 +159,7 @@ class NativePool {
     cfg.seed = seed;
     cfg.adapt_threads = adapt_threads;
     cfg.initial_threads = initial_threads;
-    cfg.elapsed_info = elapsed_step;
+    cfg.elapsed_info = envpool_info;  // EnvPool's elapsed_step column
     cfg.thread_affinity_offset = thread_affinity_offset;
     const core::Options opts(it->second.options, options, string_options);  // checks names, kinds, ranges
     pool_ = without_gil([&] { return it->second.make(cfg, opts); });
@@ -186,6 +187,7 @@ class NativePool {
     obs_shape_ = {pool_->batch_size()};
     obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
     obs_dtype_ = py::dtype(pool_->obs_dtype());
+    for (const std::string& name : s.info_names) info_keys_.push_back(py::str(name));
     all_ids_.resize(pool_->num_envs());
     for (int i = 0; i < pool_->num_envs(); ++i) all_ids_[i] = i;
     action_elems_ = 1;
@@ -516,16 +518,23 @@ class NativePool {
     // Column j of a (rows, k) int32 block: a strided view.
     auto columns = [&](int32_t* p, py::dict into, const py::object& mask) {
       for (py::ssize_t j = 0; j < k; ++j) {
-        into[py::str(names[j])] = py::array_t<int32_t>({rows}, {k * static_cast<py::ssize_t>(sizeof(int32_t))},
-                                                       p + j, owner);
+        into[info_keys_[j]] = py::array_t<int32_t>({rows}, {k * static_cast<py::ssize_t>(sizeof(int32_t))},
+                                                   p + j, owner);
         if (!mask.is_none()) into[py::str("_" + names[j])] = mask;
       }
     };
     py::object none = py::none();
+    py::object env_id = vec(b->env_id());
     // Envs without info values (most) share one empty, read-only mapping: no dict per step.
     py::object info = no_info_;
-    if (k > 0) {
+    if (k > 0 || envpool_info_) {
       py::dict values;
+      if (envpool_info_) {  // EnvPool's info: env_id, players (env_id per player), then the columns
+        values[env_id_key_] = env_id;
+        py::dict players;
+        players[env_id_key_] = env_id;
+        values[players_key_] = players;
+      }
       columns(b->info(0), values, none);
       info = values;
     }
@@ -542,7 +551,7 @@ class NativePool {
       }
     }
     py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner), vec(b->reward()),
-                          vec(b->terminated()), vec(b->truncated()), vec(b->env_id()), ended, ep_return, ep_length,
+                          vec(b->terminated()), vec(b->truncated()), env_id, ended, ep_return, ep_length,
                           final_obs, info, final_info};
     static_assert(std::size(items) == kNumResultFields);
     PyObject* fields[kNumResultFields];
@@ -561,6 +570,9 @@ class NativePool {
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
   py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
+  const bool envpool_info_;  // info as EnvPool builds it (fastvec.envpool): env_id, players, elapsed_step
+  std::vector<py::object> info_keys_;  // spec().info_names as Python strings, made once
+  py::object env_id_key_ = py::str("env_id"), players_key_ = py::str("players");
 };
 
 }  // namespace
@@ -653,7 +665,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
            py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0,
-           py::arg("elapsed_step") = false, py::arg("thread_affinity_offset") = -1)
+           py::arg("envpool_info") = false, py::arg("thread_affinity_offset") = -1)
       .def("spec", &NativePool::spec)
       .def_property_readonly("num_envs", &NativePool::num_envs)
       .def_property_readonly("batch_size", &NativePool::batch_size)
