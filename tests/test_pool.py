@@ -737,3 +737,48 @@ def test_a_0d_array_seed_is_an_int_seed_and_options_must_be_a_dict(backend):
         env.reset(options="abc")
     assert env.reset()[0].shape == (2, 4)
     env.close()
+
+
+@pytest.mark.parametrize("block_size", [1, 4])
+def test_a_sync_pool_takes_a_partial_send(block_size):
+    """A sync pool (EnvPool's step of some envs): send to some envs, recv_rest returns exactly their rows in env
+    order, with the observations one-env pools give for the same actions; the envs not sent stay where they were
+    (held envs of a block included), on two threads."""
+    n = 8
+    env = fastvec.make("CartPole-v1", num_envs=n, num_threads=2, block_size=block_size, seed=0)
+    refs = [fastvec.make("CartPole-v1", num_envs=1, seed=i) for i in range(n)]
+    env.reset()
+    last = np.stack([r.reset()[0][0] for r in refs])
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        ids = np.sort(rng.choice(n, size=int(rng.integers(1, n)), replace=False)).astype(np.int32)
+        actions = rng.integers(0, 2, len(ids))
+        env.send(actions, ids)
+        obs, reward, term, trunc, info = env.recv_rest()
+        assert obs.shape == (len(ids), 4)
+        for row, (i, a) in enumerate(zip(ids, actions, strict=True)):
+            want = refs[i].step(np.array([a]))
+            np.testing.assert_array_equal(obs[row], want[0][0])
+            assert (term[row], trunc[row]) == (want[2][0], want[3][0])
+            last[i] = want[0][0]
+    # The envs' current observations (what a render draws) are where their last steps left them.
+    np.testing.assert_array_equal(env._pool.peek(None, False), last)
+    for e in (env, *refs):
+        e.close()
+
+
+def test_peek_of_idle_envs_while_others_are_in_flight():
+    """An async pool: the envs just received can be observed (peek) while the others are still being stepped on
+    the pool's threads; an env in flight is refused by name; the pool goes on."""
+    env = fastvec.make("Acrobot-v1", num_envs=8, batch_size=4, num_threads=2, block_size=1, seed=0)
+    env.async_reset()
+    for _ in range(50):
+        obs, *_, info = env.recv()
+        ids = info["env_id"]
+        np.testing.assert_array_equal(env._pool.peek(ids, False), obs)
+        others = np.setdiff1d(np.arange(8), ids)
+        if len(others) and env.batch_size < 8:
+            with pytest.raises(RuntimeError, match=r"env \d is in flight"):
+                env._pool.peek(others[:1], False)
+        env.send(np.zeros(4, np.int64), ids)
+    env.close()
