@@ -359,7 +359,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
             except RuntimeError as exc:
                 self._refusal(exc, None)
                 raise
-            info = r.info  # EnvPool's, built by the pool (envpool_info)
+            info: Any = r.info  # EnvPool's, built by the pool (envpool_info): a dict of its own
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
             return r.obs, r.reward, r.terminated, r.truncated, info
@@ -398,7 +398,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         return self._result(r)[4]
 
     def _result(self, r: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        info = r.info  # EnvPool's, built by the pool (envpool_info)
+        info: Any = r.info  # EnvPool's, built by the pool (envpool_info): a dict of its own
         if self._atari:
             info["reward"] = info["reward"].astype(np.float32)
         return r.obs, r.reward, r.terminated, r.truncated, info
