@@ -39,23 +39,23 @@ def can_render(env_id: str, native_frames: bool) -> bool:
 
 def render_fps(env_id: str, atari: bool) -> int:
     """Frames per second a video of ``env_id`` plays at: gymnasium's class's (ale-py's 30 for Atari)."""
-    if atari:
-        return 30
+    return 30 if atari else int(_gymnasium_class(env_id).metadata["render_fps"])
+
+
+def _gymnasium_class(env_id: str) -> Any:
     import importlib
 
     module, name, _ = _CLASSIC[env_id]
-    return int(getattr(importlib.import_module(module), name).metadata["render_fps"])
+    return getattr(importlib.import_module(module), name)
 
 
 @functools.cache
 def _drawer(env_id: str) -> Any:
     """gymnasium's env of ``env_id`` in rgb_array mode, kept to draw states (one per id and process)."""
-    import importlib
     import os
 
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame.init() (Pendulum's render) opens no sound device
-    module, name, _ = _CLASSIC[env_id]
-    return getattr(importlib.import_module(module), name)(render_mode="rgb_array")
+    return _gymnasium_class(env_id)(render_mode="rgb_array")
 
 
 def draw(env_id: str, observations: np.ndarray) -> np.ndarray:

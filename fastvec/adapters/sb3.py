@@ -172,7 +172,9 @@ class SB3VecEnv(VecEnv):
                 stacklevel=2,
             )
             return [None for _ in range(self.num_envs)]
-        return list(self.env.render() or [None] * self.num_envs)  # (a native env's frames, or each Python env's)
+        frames = self.env.render()  # a native env's frames, or each Python env's render()
+        assert frames is not None  # (render_mode is rgb_array)
+        return list(frames)
 
     def _batched(self, actions: Any) -> Any:
         """For a Dict or Tuple action space, a list of per-env actions (a list of dicts, of tuples), which

@@ -122,7 +122,8 @@ class EnvPoolSpec:
         self.observation_space = observation_space
         self.action_space = action_space
         self.reward_threshold = config.get("reward_threshold")
-        self._family = "Atari" if "stack_num" in config else task_id.split("-")[0]  # EnvPool's class names
+        self.atari = "stack_num" in config
+        self._family = "Atari" if self.atari else task_id.split("-")[0]  # EnvPool's class names
 
     @property
     def gymnasium_observation_space(self) -> gym.Space:
@@ -138,7 +139,7 @@ class EnvPoolSpec:
 
         fields = _state_fields(self)
         int_spec = functools.partial(specs.BoundedArray, (), np.int32, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
-        players = collections.namedtuple("players", ["env_id"])(int_spec(name="env_id"))
+        players = _Players(int_spec(name="env_id"))
         values: dict[str, Any] = {"env_id": int_spec(name="env_id"), "players": players}
         space: Any = self.observation_space
         values["obs"] = specs.BoundedArray(space.shape, space.dtype, space.low, space.high, name="obs")
@@ -163,13 +164,16 @@ class EnvPoolSpec:
         return f"{self._family}EnvSpec({values})"
 
 
+_Players = collections.namedtuple("players", ["env_id"])  # type: ignore[name-match]  # EnvPool's State.players, made once
+
+
 @functools.cache
 def _state_type(fields: tuple[str, ...]) -> type:
     return collections.namedtuple("State", fields)
 
 
 def _state_fields(spec: EnvPoolSpec) -> tuple[str, ...]:
-    atari = "stack_num" in spec.config._fields
+    atari = spec.atari
     return ("env_id", "players", "obs", *(("lives", "reward", "terminated") if atari else ()))
 
 
@@ -542,7 +546,7 @@ class DMEnvPool(_EnvPoolFace):
                 discount[lost] = 0.0
             self._lives[ids] = info["lives"]
         values = {k: info[k] for k in self._state._fields if k not in ("obs", "players")}
-        players = collections.namedtuple("players", ["env_id"])(ids)
+        players = _Players(ids)
         state = self._state(obs=obs, players=players, **values)
         reward = reward.astype(np.float32)
         return self._time_step(step_type=step_type, reward=reward, discount=discount, observation=state)
