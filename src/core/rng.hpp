@@ -1,13 +1,17 @@
 #pragma once
 // Random numbers bit-compatible with numpy: SeedSequence, PCG64 and
-// Generator.uniform. An env seeded here draws exactly what a gymnasium env
-// seeded with the same SeedSequence draws, so reset distributions can be
-// tested for equality, not just in distribution.
-// Reference: numpy/random/bit_generator.pyx, numpy/random/src/pcg64/pcg64.h.
+// Generator.uniform and Generator.standard_normal. An env seeded here draws
+// exactly what a gymnasium env seeded with the same SeedSequence draws, so
+// reset distributions can be tested for equality, not just in distribution.
+// Reference: numpy/random/bit_generator.pyx, numpy/random/src/pcg64/pcg64.h,
+// numpy/random/src/distributions/distributions.c.
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "ziggurat.hpp"
 
 namespace fastvec::core {
 
@@ -88,6 +92,9 @@ class Pcg64 {
     state_ += init_state;
     advance();
   }
+  // The generator numpy's PCG64 is after `bit_generator.state = {"state": {"state": state, "inc": inc}}`:
+  // its next draw is the output of state * multiplier + inc.
+  static Pcg64 from_state(unsigned __int128 state, unsigned __int128 inc) { return Pcg64(state, inc); }
 
   uint64_t next_u64() {
     advance();
@@ -99,10 +106,37 @@ class Pcg64 {
   double next_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
   // Generator.uniform(low, high), one draw.
   double uniform(double low, double high) { return low + (high - low) * next_double(); }
+  // Generator.standard_normal(), one draw: numpy's random_standard_normal, the 256-layer ziggurat with
+  // the tables of ziggurat.hpp (shared, read-only, built once at the first draw in the process). One
+  // 64-bit word gives the layer (8 bits), the sign (1) and the abscissa (52); 99% of draws end there.
+  // The base layer's tail (Marsaglia's method, two uniforms per try) and the wedges (one uniform) draw
+  // more, in numpy's order.
+  double standard_normal() {
+    const NormalZiggurat& z = normal_ziggurat();
+    for (;;) {
+      uint64_t r = next_u64();
+      const int idx = static_cast<int>(r & 0xff);
+      r >>= 8;
+      const bool negative = r & 0x1;
+      const uint64_t rabs = (r >> 1) & 0x000fffffffffffffULL;
+      double x = static_cast<double>(rabs) * z.wi[idx];
+      if (negative) x = -x;
+      if (rabs < z.ki[idx]) return x;
+      if (idx == 0) {
+        for (;;) {
+          const double xx = -z.inv_r * std::log1p(-next_double());
+          const double yy = -std::log1p(-next_double());
+          if (yy + yy > xx * xx) return ((rabs >> 8) & 0x1) ? -(z.r + xx) : z.r + xx;
+        }
+      }
+      if ((z.fi[idx - 1] - z.fi[idx]) * next_double() + z.fi[idx] < std::exp(-0.5 * x * x)) return x;
+    }
+  }
 
  private:
   static constexpr unsigned __int128 kMult =
       (static_cast<unsigned __int128>(2549297995355413924ULL) << 64) | 4865540595714422341ULL;
+  Pcg64(unsigned __int128 state, unsigned __int128 inc) : state_(state), inc_(inc) {}
   void advance() { state_ = state_ * kMult + inc_; }
 
   unsigned __int128 state_;
