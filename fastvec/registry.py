@@ -22,7 +22,9 @@ class OptionSpec:
     """One keyword argument a native env takes, as its C++ option table declares it."""
 
     name: str
-    kind: str  #: "bool", "int", "float" (or "str": filled in by fastvec, not a keyword)
+    #: "bool", "int", "float", "range" (a (low, high) pair), "file" (a path: MuJoCo's ``xml_file``), "int|str" (an
+    #: index or a name: Ant's ``main_body``), or "str": filled in by fastvec (a ROM's path), not a keyword
+    kind: str
     default: Any
     low: float = -math.inf
     high: float = math.inf
@@ -39,6 +41,7 @@ class EnvEntry:
     reward_threshold: float | None = None
     hidden: bool = False  #: test-only envs, not listed
     rom: str | None = None  #: Atari: the ROM's id in ale-py (``"space_invaders"``)
+    family: str = ""  #: "atari", "mujoco", or "" (classic control, and the test-only envs)
     option_specs: tuple[OptionSpec, ...] = ()
 
 
@@ -56,6 +59,7 @@ def _entries() -> dict[str, EnvEntry]:
             "options": {o.name: o.default for o in keywords},
             "reward_threshold": native["reward_threshold"],
             "hidden": native["hidden"],
+            "family": native["family"],
             "option_specs": keywords,
         }
         if native["family"] == "atari":

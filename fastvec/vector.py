@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import multiprocessing
+import os
 import secrets
 import time
 import warnings
@@ -49,6 +50,7 @@ from fastvec._args import (
     reset_options,
 )
 from fastvec.registry import EnvEntry, lookup
+from fastvec.mujoco_models import model_path
 from fastvec.roms import rom_path
 
 if TYPE_CHECKING:
@@ -251,7 +253,6 @@ def make_native(
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
     options = _env_options(entry, env_kwargs)
-    string_options = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
     native = NativePool(
         entry.native,
         num_envs,
@@ -261,9 +262,10 @@ def make_native(
         max_episode_steps,
         autoreset_mode,
         secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
-        options,
-        string_options,
+        options.numbers,
+        options.texts,
         adapt_threads=adapt_threads,
+        range_options=options.ranges,
         entry=entry,
         keywords={**entry.options, **env_kwargs},
         max_episode_steps=max_episode_steps or None,
@@ -328,6 +330,7 @@ class NativePool(_core.Pool):
         envpool_info: bool = False,
         thread_affinity_offset: int = -1,
         render_mode: str | None = None,
+        range_options: dict[str, tuple[float, float]] | None = None,
     ) -> None:
         """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
         its episode limit, for its spec; ``envpool_info`` and ``thread_affinity_offset``: ``_core.Pool``'s;
@@ -337,6 +340,7 @@ class NativePool(_core.Pool):
             adapt_threads=adapt_threads,
             envpool_info=envpool_info,
             thread_affinity_offset=thread_affinity_offset,
+            range_options=range_options or {},
         )
         spec = self.spec()
         self.label = f"fastvec's native {entry.id}"
@@ -450,20 +454,60 @@ def _is_native(env_id: str) -> bool:
     return True
 
 
-def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, float]:
-    """The keyword arguments for the env, as numbers; its C++ option table fills in the defaults and checks
-    kinds and ranges."""
-    options = {}
+@dataclass(frozen=True)
+class EnvOptions:
+    """A native env's keyword arguments, checked and sorted by kind for ``_core.Pool``: numbers, texts (files
+    resolved to paths, ROMs filled in) and (low, high) ranges; its C++ option table fills in the defaults of the
+    others and checks ranges."""
+
+    numbers: dict[str, float]
+    texts: dict[str, str]
+    ranges: dict[str, tuple[float, float]]
+
+
+def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
+    """The keyword arguments for the env, checked and sorted by kind (a TypeError naming an unknown one and the
+    accepted ones; a TypeError or ValueError naming a value of the wrong kind)."""
+    kinds = {o.name: o.kind for o in entry.option_specs}
+    numbers: dict[str, float] = {}
+    texts: dict[str, str] = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
+    ranges: dict[str, tuple[float, float]] = {}
     for name, value in kwargs.items():
         if name not in entry.options:
             accepted = ", ".join(sorted(entry.options)) or "none"
             raise TypeError(f"{entry.id} got an unexpected keyword argument {name!r} (accepted: {accepted})")
+        kind = kinds[name]
+        if kind == "file":
+            if not isinstance(value, (str, os.PathLike)):
+                raise TypeError(f"{entry.id} option {name!r} must be a path (str), got {type(value).__name__}")
+            continue  # resolved below, with the default
+        if kind == "int|str":
+            if isinstance(value, str) and value:
+                texts[name] = value
+                continue
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                raise TypeError(f"{entry.id} option {name!r} must be an int or a name (str), got {value!r}")
+            texts[name] = str(int(value))
+            continue
+        if kind == "range":
+            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+                raise TypeError(f"{entry.id} option {name!r} must be a (low, high) pair of numbers, got {value!r}")
+            for v in value:
+                if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+                    raise TypeError(f"{entry.id} option {name!r} must hold numbers, got {value!r}")
+            if np.isnan(value[0]) or np.isnan(value[1]):
+                raise ValueError(f"{entry.id} option {name!r} must not hold NaN, got {value!r}")
+            ranges[name] = (float(value[0]), float(value[1]))
+            continue
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
             raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
         if not np.isfinite(value):
             raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
-        options[name] = value
-    return {k: float(v) for k, v in options.items()}
+        numbers[name] = float(value)
+    for name, kind in kinds.items():
+        if kind == "file":
+            texts[name] = str(model_path(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
+    return EnvOptions(numbers, texts, ranges)
 
 
 def _space(kind: str, spec: dict[str, Any]) -> gym.Space:

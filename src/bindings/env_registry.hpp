@@ -3,11 +3,15 @@
 // one add_env line per env; module.cpp exposes them all (their option tables
 // and metadata to fastvec.registry, their pools to fastvec.make).
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/env.hpp"
 #include "core/options.hpp"
@@ -21,14 +25,53 @@ struct EnvInfo {
   int max_episode_steps = 0;  // the pool truncates there; 0: never
   std::optional<double> reward_threshold = std::nullopt;
   bool hidden = false;  // test-only: not in list_envs() or gymnasium's registry
-  std::string family = {};  // "atari": one id per ROM of the installed ale-py (fastvec/roms.py)
+  std::string family = {};  // "atari": one id per ROM of the installed ale-py (fastvec/roms.py); "mujoco"
 };
 
 struct NativeEnvEntry {
   EnvInfo info;
   core::OptionTable options;
   std::function<std::unique_ptr<core::PoolBase>(const core::PoolConfig&, const core::Options&)> make;
+  // The benchmarks' ceiling: steps per second of one env stepped in a loop on the calling thread (no pool).
+  std::function<double(const core::Options&, int64_t steps, int max_episode_steps)> loop_rate;
 };
+
+// One env of type E stepped `steps` times on this thread with uniformly random actions (drawn before the
+// clock starts), reset when its episode ends (terminated, or max_episode_steps reached): the same kind of
+// trajectories a pool steps, without the pool. Steps per second.
+template <core::NativeEnv E>
+double loop_rate(const core::Options& options, int64_t steps, int max_episode_steps) {
+  using Action = typename E::Action;
+  const core::Spec spec = E::spec(options);
+  E env(1, options);
+  core::Pcg64 rng = core::single_rng(0);
+  const size_t width = core::kDiscreteActions<E> ? 1 : spec.action_low.size();
+  std::vector<Action> actions(static_cast<size_t>(std::min<int64_t>(steps, 4096)) * width);
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const size_t j = k % width;
+    actions[k] = core::kDiscreteActions<E>
+                     ? static_cast<Action>(rng.next_u64() % static_cast<uint64_t>(spec.num_actions))
+                     : static_cast<Action>(rng.uniform(spec.action_low[j], spec.action_high[j]));
+  }
+  size_t obs_size = 1;
+  for (int64_t d : spec.obs_shape) obs_size *= static_cast<size_t>(d);
+  std::vector<typename E::Obs> obs(obs_size);
+  env.reset(0, rng);
+  const size_t rows = actions.size() / width;
+  int elapsed = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < steps; ++k) {
+    const core::BasicStepResult<core::reward_t<E>> r = env.step(0, &actions[(static_cast<size_t>(k) % rows) * width]);
+    env.write_obs(0, obs.data());  // a pool writes every observation out
+    if (r.terminated || ++elapsed == max_episode_steps) {
+      env.reset(0, rng);
+      env.write_obs(0, obs.data());
+      elapsed = 0;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(steps) / seconds;
+}
 
 // Called only at module import, before any pool exists.
 inline std::map<std::string, NativeEnvEntry>& native_envs() {
@@ -42,10 +85,12 @@ void add_env(EnvInfo info) {
   native_envs()[id] = {std::move(info), E::options(),
                        [](const core::PoolConfig& cfg, const core::Options& options) {
                          return std::make_unique<core::Pool<E>>(cfg, options);
-                       }};
+                       },
+                       loop_rate<E>};
 }
 
 void register_classic_control();
-void register_atari();  // only when built with FASTVEC_ATARI
+void register_atari();   // only when built with FASTVEC_ATARI
+void register_mujoco();  // only when built with FASTVEC_MUJOCO
 
 }  // namespace fastvec::bindings

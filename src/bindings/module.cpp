@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -24,6 +26,9 @@
 #include "result_type.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
+#endif
+#ifdef FASTVEC_WITH_MUJOCO
+#include <mujoco/mujoco.h>
 #endif
 
 namespace py = pybind11;
@@ -123,6 +128,12 @@ FASTVEC_SIMD_CLONES bool all_in_range(const int64_t* __restrict p, int64_t rows,
   return lo >= 0 && hi < n;
 }
 
+bool all_finite(const double* p, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    if (!std::isfinite(p[k])) return false;
+  return true;
+}
+
 AutoresetMode parse_mode(const std::string& mode) {
   if (mode == "next_step") return AutoresetMode::kNextStep;
   if (mode == "same_step") return AutoresetMode::kSameStep;
@@ -145,7 +156,8 @@ class NativePool {
   NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options,
-         bool adapt_threads, int initial_threads, bool envpool_info, int thread_affinity_offset)
+         bool adapt_threads, int initial_threads, bool envpool_info, int thread_affinity_offset,
+         const std::map<std::string, std::array<double, 2>>& range_options)
       : envpool_info_(envpool_info) {
     auto it = native_envs().find(env);
     if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
@@ -161,7 +173,8 @@ class NativePool {
     cfg.initial_threads = initial_threads;
     cfg.elapsed_info = envpool_info;  // EnvPool's elapsed_step column
     cfg.thread_affinity_offset = thread_affinity_offset;
-    const core::Options opts(it->second.options, options, string_options);  // checks names, kinds, ranges
+    const core::Options opts(it->second.options, options, string_options,
+                             range_options);  // checks names, kinds, ranges
     pool_ = without_gil([&] { return it->second.make(cfg, opts); });
     // Blocking waits (GIL released) look up every few ms: Ctrl-C in the
     // main thread raises KeyboardInterrupt there; what is in flight stays
@@ -187,7 +200,15 @@ class NativePool {
     obs_shape_ = {pool_->batch_size()};
     obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
     obs_dtype_ = py::dtype(pool_->obs_dtype());
-    for (const std::string& name : s.info_names) info_keys_.push_back(py::str(name));
+    reward_dtype_ = py::dtype(pool_->reward_dtype());
+    double_actions_ = std::string(pool_->action_dtype()) == "float64";
+    const std::vector<size_t> offsets = core::info_offsets(s.info);
+    info_row_bytes_ = static_cast<py::ssize_t>(core::info_row_bytes(s.info));
+    for (size_t k = 0; k < s.info.size(); ++k)
+      info_columns_.push_back({py::str(s.info[k].name), py::str("_" + s.info[k].name),
+                               py::dtype(core::info_dtype(s.info[k].type)), static_cast<py::ssize_t>(offsets[k]),
+                               static_cast<py::ssize_t>(s.info[k].size), s.info[k].at_reset});
+    info_masks_ = s.info_masks;
     all_ids_.resize(pool_->num_envs());
     for (int i = 0; i < pool_->num_envs(); ++i) all_ids_[i] = i;
     action_elems_ = 1;
@@ -205,7 +226,19 @@ class NativePool {
     d["action_shape"] = s.action_shape;
     d["action_low"] = s.action_low;
     d["action_high"] = s.action_high;
-    d["info_names"] = s.info_names;
+    py::list info;
+    for (const core::InfoField& f : s.info) {
+      py::dict field;
+      field["name"] = f.name;
+      field["dtype"] = core::info_dtype(f.type);
+      field["size"] = f.size;
+      field["at_reset"] = f.at_reset;
+      info.append(field);
+    }
+    d["info"] = info;
+    d["info_masks"] = s.info_masks;
+    d["action_dtype"] = pool_->action_dtype();
+    d["reward_dtype"] = pool_->reward_dtype();
     d["render_shape"] = s.render_shape;
     return d;
   }
@@ -435,13 +468,14 @@ class NativePool {
   // Converted actions, owned by the call that converted them (never by the
   // NativePool: two Python threads may step the same pool).
   struct Actions {
-    py::object keep;            // an int64 array the pool reads from
-    std::vector<float> floats;  // or float32 elements
+    py::object keep;              // an int64 or float64 array the pool reads from
+    std::vector<float> floats;    // or float32 elements
     const void* data = nullptr;
   };
 
   // Checks actions for `rows` envs against the action space and converts
-  // them to what the pool reads (int64 or float32), without touching the pool.
+  // them to what the pool reads (int64, float32 or float64: pool_->action_dtype()),
+  // without touching the pool.
   Actions convert_actions(const py::handle& actions, int64_t rows) const {
     py::array arr = as_array(actions, "actions");
     const core::Spec& s = pool_->spec();
@@ -478,6 +512,19 @@ class NativePool {
     if (!ok && !flat_1d) throw py::value_error("actions must have shape " + expected + ", got " + shape_str(arr));
     const int64_t n = rows * action_elems_;
     Actions out;
+    if (double_actions_) {  // float64, as they came (float32 converts exactly): finite, or a ValueError
+      auto doubles = cast_array<double>(arr, "actions");
+      const double* p = doubles.data();
+      if (!all_finite(p, n)) {
+        for (int64_t k = 0; k < n; ++k)
+          if (!std::isfinite(p[k]))
+            throw py::value_error("actions must be finite, got " + std::string(py::repr(py::float_(p[k]))) +
+                                  " for env row " + std::to_string(k / action_elems_));
+      }
+      out.data = p;
+      out.keep = std::move(doubles);
+      return out;
+    }
     out.floats.resize(static_cast<size_t>(n));
     // Other dtypes are read as float64 and checked before the float32 the env
     // takes: 1e300 is finite as float64, not as float32 (and its C++ cast is undefined).
@@ -513,21 +560,35 @@ class NativePool {
     };
     std::vector<py::ssize_t> obs_shape = obs_shape_;
     obs_shape[0] = rows;
-    const std::vector<std::string>& names = pool_->spec().info_names;
-    const py::ssize_t k = static_cast<py::ssize_t>(names.size());
-    // Column j of a (rows, k) int32 block: a strided view.
-    auto columns = [&](int32_t* p, py::dict into, const py::object& mask) {
-      for (py::ssize_t j = 0; j < k; ++j) {
-        into[info_keys_[j]] = py::array_t<int32_t>({rows}, {k * static_cast<py::ssize_t>(sizeof(int32_t))},
-                                                   p + j, owner);
-        if (!mask.is_none()) into[py::str("_" + names[j])] = mask;
+    // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size). `mask`: one
+    // for every field (final_info's), or None: the row's own (Spec::info_masks) or none.
+    // As gymnasium's vector envs, a key that no row has is left out (a reset's info lacks a step's keys).
+    auto columns = [&](std::byte* p, py::dict into, const py::object& mask) {
+      py::object step_mask, any_mask;
+      bool any_step = true, any_info = true;
+      if (mask.is_none() && info_masks_) {
+        step_mask = vec(b->step_info());
+        any_mask = vec(b->has_info());
+        any_step = std::memchr(b->step_info(), 1, rows) != nullptr;
+        any_info = std::memchr(b->has_info(), 1, rows) != nullptr;
+      }
+      for (const InfoColumn& c : info_columns_) {
+        if (!(c.at_reset ? any_info : any_step)) continue;
+        const py::ssize_t item = c.dtype.itemsize();
+        into[c.key] = c.size == 1 ? py::array(c.dtype, {rows}, {info_row_bytes_}, p + c.offset, owner)
+                                  : py::array(c.dtype, {rows, c.size}, {info_row_bytes_, item}, p + c.offset, owner);
+        if (!mask.is_none()) {
+          into[c.mask_key] = mask;
+        } else if (info_masks_) {
+          into[c.mask_key] = c.at_reset ? any_mask : step_mask;
+        }
       }
     };
     py::object none = py::none();
     py::object env_id = vec(b->env_id());
     // Envs without info values (most) share one empty, read-only mapping: no dict per step.
     py::object info = no_info_;
-    if (k > 0 || envpool_info_) {
+    if (!info_columns_.empty() || envpool_info_) {
       py::dict values;
       if (envpool_info_) {  // EnvPool's info: env_id, players (env_id per player), then the columns
         values[env_id_key_] = env_id;
@@ -550,7 +611,8 @@ class NativePool {
         final_info = finals;
       }
     }
-    py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner), vec(b->reward()),
+    py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner),
+                          py::array(reward_dtype_, {rows}, {}, b->reward_bytes(), owner),
                           vec(b->terminated()), vec(b->truncated()), env_id, ended, ep_return, ep_length,
                           final_obs, info, final_info};
     static_assert(std::size(items) == kNumResultFields);
@@ -566,12 +628,22 @@ class NativePool {
   std::string timeout_text_;
   std::unique_ptr<PoolBase> pool_;
   std::vector<py::ssize_t> obs_shape_;
-  py::dtype obs_dtype_;
+  py::dtype obs_dtype_, reward_dtype_;
+  bool double_actions_ = false;  // the env takes float64 actions (pool_->action_dtype())
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
   py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
   const bool envpool_info_;  // info as EnvPool builds it (fastvec.envpool): env_id, players, elapsed_step
-  std::vector<py::object> info_keys_;  // spec().info_names as Python strings, made once
+  // spec().info's fields: their keys (made once, as Python strings), where they sit in an info row, masks.
+  struct InfoColumn {
+    py::object key, mask_key;
+    py::dtype dtype;
+    py::ssize_t offset, size;
+    bool at_reset;
+  };
+  std::vector<InfoColumn> info_columns_;
+  py::ssize_t info_row_bytes_ = 0;
+  bool info_masks_ = false;
   py::object env_id_key_ = py::str("env_id"), players_key_ = py::str("players");
 };
 
@@ -605,6 +677,13 @@ PYBIND11_MODULE(_core, m) {
 #else
   m.attr("has_atari") = false;
 #endif
+#ifdef FASTVEC_WITH_MUJOCO
+  fastvec::bindings::register_mujoco();
+  m.attr("has_mujoco") = true;
+  m.attr("mujoco_version") = mj_versionString();
+#else
+  m.attr("has_mujoco") = false;
+#endif
 
   static py::exception<fastvec::core::EnvError> env_error(m, "EnvError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -618,6 +697,21 @@ PYBIND11_MODULE(_core, m) {
       py::set_error(env_error, e.what());
     }
   });
+
+  // The benchmarks' ceiling for any native env: one env stepped in a C++ loop on this thread (registry's loop_rate).
+  m.def(
+      "loop_rate",
+      [](const std::string& env, const std::map<std::string, double>& options,
+         const std::map<std::string, std::string>& string_options,
+         const std::map<std::string, std::array<double, 2>>& range_options, int64_t steps, int max_episode_steps) {
+        auto it = fastvec::bindings::native_envs().find(env);
+        if (it == fastvec::bindings::native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
+        if (steps < 1) throw py::value_error("steps must be >= 1");
+        const fastvec::core::Options opts(it->second.options, options, string_options, range_options);
+        return fastvec::bindings::without_gil([&] { return it->second.loop_rate(opts, steps, max_episode_steps); });
+      },
+      py::arg("env"), py::arg("options"), py::arg("string_options"), py::arg("range_options"), py::arg("steps"),
+      py::arg("max_episode_steps"));
 
   // The native envs, for fastvec.registry: each one's metadata and option table.
   m.def("native_envs", [] {
@@ -640,7 +734,12 @@ PYBIND11_MODULE(_core, m) {
             d["default"] = py::float_(o.fallback);
             break;
           case Kind::kString:
+          case Kind::kFile:
+          case Kind::kName:
             d["default"] = py::str(o.text_fallback);
+            break;
+          case Kind::kRange:
+            d["default"] = py::make_tuple(o.fallback, o.fallback_high);
             break;
         }
         d["low"] = o.low;
@@ -661,11 +760,13 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<NativePool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
-                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int, bool, int>(),
+                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int, bool, int,
+                    const std::map<std::string, std::array<double, 2>>&>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
            py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0,
-           py::arg("envpool_info") = false, py::arg("thread_affinity_offset") = -1)
+           py::arg("envpool_info") = false, py::arg("thread_affinity_offset") = -1,
+           py::arg("range_options") = std::map<std::string, std::array<double, 2>>{})
       .def("spec", &NativePool::spec)
       .def_property_readonly("num_envs", &NativePool::num_envs)
       .def_property_readonly("batch_size", &NativePool::batch_size)

@@ -1,7 +1,7 @@
 #pragma once
 // Result buffers. A Batch holds one recv()'s worth of rows: observations,
-// rewards, flags, env ids, the env's info values and episode statistics, laid out as the arrays
-// Python receives. Workers write rows; recv hands the whole Batch to Python
+// rewards, flags, env ids, the env's info values (and where they are
+// present) and episode statistics, laid out as the arrays Python receives. Workers write rows; recv hands the whole Batch to Python
 // (numpy arrays viewing it, owned through a shared_ptr), and the Batch is
 // recycled only when Python has dropped every array viewing it.
 
@@ -19,9 +19,10 @@ namespace fastvec::core {
 
 struct BatchLayout {
   int rows = 0;
-  size_t obs_bytes = 0;  // bytes of one env's observation
+  size_t obs_bytes = 0;     // bytes of one env's observation
+  size_t reward_bytes = 4;  // float32 or float64 rewards
   bool with_final_obs = false;
-  int info_fields = 0;  // int32 values per row (Spec::info_names)
+  size_t info_bytes = 0;  // bytes of one row of the env's info values (info_row_bytes(Spec::info))
 };
 
 class Batch {
@@ -38,14 +39,24 @@ class Batch {
   const BatchLayout& layout() const { return layout_; }
   std::byte* obs(int row) { return data_ + off_.obs + row * layout_.obs_bytes; }
   std::byte* final_obs(int row) { return data_ + off_.final_obs + row * layout_.obs_bytes; }
-  float* reward() { return at<float>(off_.reward); }
+  // The rewards, as the env's reward type (float or double).
+  template <class Reward>
+  Reward* reward() {
+    return at<Reward>(off_.reward);
+  }
+  std::byte* reward_bytes() { return data_ + off_.reward; }
   double* episode_return() { return at<double>(off_.episode_return); }
   int32_t* episode_length() { return at<int32_t>(off_.episode_length); }
   int32_t* env_id() { return at<int32_t>(off_.env_id); }
-  int32_t* info(int row) { return at<int32_t>(off_.info) + static_cast<size_t>(row) * layout_.info_fields; }
+  std::byte* info(int row) { return data_ + off_.info + static_cast<size_t>(row) * layout_.info_bytes; }
   // Same-step autoreset: the info values of the step that ended an episode
   // (info() has the new episode's).
-  int32_t* final_info(int row) { return at<int32_t>(off_.final_info) + static_cast<size_t>(row) * layout_.info_fields; }
+  std::byte* final_info(int row) { return data_ + off_.final_info + static_cast<size_t>(row) * layout_.info_bytes; }
+  // Where info values are present (Spec::info_masks): rows whose info is a
+  // step's (every field), and rows that have info at all (a step's or a
+  // reset's: the at_reset fields).
+  bool* step_info() { return at<bool>(off_.step_info); }
+  bool* has_info() { return at<bool>(off_.has_info); }
   bool* terminated() { return at<bool>(off_.terminated); }
   bool* truncated() { return at<bool>(off_.truncated); }
   bool* ended() { return at<bool>(off_.ended); }  // terminated || truncated: an episode ended
@@ -53,14 +64,16 @@ class Batch {
   // Copies row `from` into row `to` (every array of the row).
   void copy_row(int from, int to) {
     if (from == to) return;
-    const size_t ob = layout_.obs_bytes, inf = static_cast<size_t>(layout_.info_fields) * sizeof(int32_t);
+    const size_t ob = layout_.obs_bytes, inf = layout_.info_bytes, rb = layout_.reward_bytes;
     std::memcpy(obs(to), obs(from), ob);
     if (layout_.with_final_obs) {
       std::memcpy(final_obs(to), final_obs(from), ob);
       std::memcpy(final_info(to), final_info(from), inf);
     }
     std::memcpy(info(to), info(from), inf);
-    reward()[to] = reward()[from];
+    std::memcpy(reward_bytes() + to * rb, reward_bytes() + from * rb, rb);
+    step_info()[to] = step_info()[from];
+    has_info()[to] = has_info()[from];
     episode_return()[to] = episode_return()[from];
     episode_length()[to] = episode_length()[from];
     env_id()[to] = env_id()[from];
@@ -83,7 +96,7 @@ class Batch {
   // Where each array starts in the allocation, and its size.
   struct Offsets {
     size_t obs, final_obs, reward, episode_return, episode_length, env_id, info, final_info, terminated, truncated,
-        ended, size;
+        ended, step_info, has_info, size;
   };
   static Offsets plan(const BatchLayout& layout) {
     size_t off = 0;
@@ -96,15 +109,17 @@ class Batch {
     Offsets o{};
     o.obs = take(r * layout.obs_bytes);
     o.final_obs = take(layout.with_final_obs ? r * layout.obs_bytes : 0);
-    o.reward = take(r * sizeof(float));
+    o.reward = take(r * layout.reward_bytes);
     o.episode_return = take(r * sizeof(double));
     o.episode_length = take(r * sizeof(int32_t));
     o.env_id = take(r * sizeof(int32_t));
-    o.info = take(r * layout.info_fields * sizeof(int32_t));
-    o.final_info = take(layout.with_final_obs ? r * layout.info_fields * sizeof(int32_t) : 0);
+    o.info = take(r * layout.info_bytes);
+    o.final_info = take(layout.with_final_obs ? r * layout.info_bytes : 0);
     o.terminated = take(r);
     o.truncated = take(r);
     o.ended = take(r);
+    o.step_info = take(r);
+    o.has_info = take(r);
     o.size = off;
     return o;
   }

@@ -43,11 +43,13 @@ namespace fastvec::core {
 // The pool's per-step bookkeeping for a block, as one vectorizable loop:
 // step counts, returns, truncation at `limit`, and the statistics of the
 // episodes that ended. Returns whether any ended.
-FASTVEC_SIMD_CLONES inline bool count_block(int n, int32_t limit, const bool* __restrict stepped,
-                                            const float* __restrict reward, const bool* __restrict terminated,
-                                            int32_t* __restrict elapsed, double* __restrict ret,
-                                            bool* __restrict truncated, bool* __restrict ended,
-                                            double* __restrict ended_return, int32_t* __restrict ended_length) {
+template <class Reward>
+[[gnu::always_inline]] inline bool count_block_loop(int n, int32_t limit, const bool* __restrict stepped,
+                                                    const Reward* __restrict reward,
+                                                    const bool* __restrict terminated, int32_t* __restrict elapsed,
+                                                    double* __restrict ret, bool* __restrict truncated,
+                                                    bool* __restrict ended, double* __restrict ended_return,
+                                                    int32_t* __restrict ended_length) {
   bool any_end = false;
   for (int i = 0; i < n; ++i) {
     const int32_t step = stepped[i] ? 1 : 0;
@@ -66,6 +68,20 @@ FASTVEC_SIMD_CLONES inline bool count_block(int n, int32_t limit, const bool* __
   return any_end;
 }
 
+// count_block_loop for float32 rewards (cheap envs stepped in blocks: SIMD clones) and float64 ones.
+FASTVEC_SIMD_CLONES inline bool count_block(int n, int32_t limit, const bool* stepped, const float* reward,
+                                            const bool* terminated, int32_t* elapsed, double* ret, bool* truncated,
+                                            bool* ended, double* ended_return, int32_t* ended_length) {
+  return count_block_loop(n, limit, stepped, reward, terminated, elapsed, ret, truncated, ended, ended_return,
+                          ended_length);
+}
+inline bool count_block(int n, int32_t limit, const bool* stepped, const double* reward, const bool* terminated,
+                        int32_t* elapsed, double* ret, bool* truncated, bool* ended, double* ended_return,
+                        int32_t* ended_length) {
+  return count_block_loop(n, limit, stepped, reward, terminated, elapsed, ret, truncated, ended, ended_return,
+                          ended_length);
+}
+
 // What an env does at its block's next run.
 // kHold: the block runs for some of its other envs; this one is idle, not
 // touched and gets no row.
@@ -76,13 +92,14 @@ class BlockStepper {
  public:
   using Obs = typename E::Obs;
   using Action = typename E::Action;
+  using Reward = reward_t<E>;
   static constexpr bool kDiscrete = kDiscreteActions<E>;
   // Cheap envs step a whole block in one call. step_block may also step envs
   // about to be reset; their results are discarded.
   static constexpr bool kHasStepBlock =
-      requires(E& env, const Action* a, float* r, bool* t) { env.step_block(1, a, r, t); };
-  // Envs with int32 info values (Spec::info_names), such as Atari's lives.
-  static constexpr bool kHasInfo = requires(const E& c, int32_t* p) { c.write_info(0, p); };
+      requires(E& env, const Action* a, Reward* r, bool* t) { env.step_block(1, a, r, t); };
+  // Envs with info values (Spec::info), such as Atari's lives.
+  static constexpr bool kHasInfo = requires(const E& c, std::byte* p) { c.write_info(0, p); };
   // Envs that draw their own frames (Spec::render_shape), such as Atari's screen.
   static constexpr bool kHasRender = requires(E& env, uint8_t* p) { env.render(0, p); };
 
@@ -94,8 +111,16 @@ class BlockStepper {
         num_blocks_(cfg.num_envs / block_size),
         obs_size_(obs_size),
         action_size_(action_size),
-        info_fields_(spec.info_names.size()),
-        elapsed_info_(cfg.elapsed_info) {
+        info_bytes_(info_row_bytes(spec.info)),
+        elapsed_info_(cfg.elapsed_info),
+        info_masks_(spec.info_masks) {
+    // The pool's elapsed_step column is the last field (Pool adds it to the spec); a reset's info zeroes the
+    // fields that only a step has (with masks).
+    const std::vector<size_t> offsets = info_offsets(spec.info);
+    if (elapsed_info_) elapsed_offset_ = offsets.back();
+    for (size_t k = 0; k < spec.info.size(); ++k)
+      if (!spec.info[k].at_reset)
+        step_only_.emplace_back(offsets[k], info_bytes(spec.info[k].type) * static_cast<size_t>(spec.info[k].size));
     const int n = cfg.num_envs;
     busy = std::vector<std::atomic<int>>(static_cast<size_t>(num_blocks_));
     rng.reserve(n);
@@ -108,7 +133,7 @@ class BlockStepper {
     actions.assign(static_cast<size_t>(n) * action_size_, Action{});
     const bool final_obs = mode_ == AutoresetMode::kSameStep;
     scratch_.resize(num_blocks_);
-    for (Scratch& s : scratch_) s.resize(block_size_, final_obs ? obs_size_ : 0, final_obs ? info_fields_ : 0);
+    for (Scratch& s : scratch_) s.resize(block_size_, final_obs ? obs_size_ : 0, final_obs ? info_bytes_ : 0);
     blocks_.resize(num_blocks_);
   }
 
@@ -229,21 +254,23 @@ class BlockStepper {
   // Flags are bool, not uint8_t: a store through a char type may alias
   // anything, and would stop the compiler keeping the env's arrays in
   // registers across the step loop.
+  // step_info/has_info: the env's info is a step's / a step's or a reset's (Batch::step_info, has_info).
   struct Scratch {
-    std::vector<float> reward;
-    std::unique_ptr<bool[]> terminated, truncated, ended, stepped;
+    std::vector<Reward> reward;
+    std::unique_ptr<bool[]> terminated, truncated, ended, stepped, step_info, has_info;
     std::vector<double> episode_return;
     std::vector<int32_t> episode_length;
     std::vector<Obs> final_obs;
-    std::vector<int32_t> final_info;
+    std::vector<std::byte> final_info;
     bool failed = false;  // some env of the block threw this round
-    void resize(int n, size_t final_obs_size, size_t final_info_fields) {
-      reward.assign(n, 0.f);
-      for (auto* flags : {&terminated, &truncated, &ended, &stepped}) flags->reset(new bool[n]());
+    void resize(int n, size_t final_obs_size, size_t final_info_bytes) {
+      reward.assign(n, Reward{});
+      for (auto* flags : {&terminated, &truncated, &ended, &stepped, &step_info, &has_info})
+        flags->reset(new bool[n]());
       episode_return.assign(n, 0.0);
       episode_length.assign(n, 0);
       final_obs.assign(static_cast<size_t>(n) * final_obs_size, Obs{});
-      final_info.assign(static_cast<size_t>(n) * final_info_fields, 0);
+      final_info.assign(static_cast<size_t>(n) * final_info_bytes, std::byte{});
     }
   };
 
@@ -273,8 +300,10 @@ class BlockStepper {
   void step_all(E& env, Scratch& s, int base) {
     const int n = block_size_;
     std::fill(s.stepped.get(), s.stepped.get() + n, true);
+    std::fill(s.step_info.get(), s.step_info.get() + n, true);
+    std::fill(s.has_info.get(), s.has_info.get() + n, true);
     const Action* a = actions.data() + static_cast<size_t>(base) * action_size_;
-    float* __restrict reward = s.reward.data();
+    Reward* __restrict reward = s.reward.data();
     bool* __restrict terminated = s.terminated.get();
     if constexpr (kHasStepBlock) {
       static_assert(noexcept(env.step_block(n, a, reward, terminated)), "step_block must not throw");
@@ -283,7 +312,7 @@ class BlockStepper {
     }
     for (int i = 0; i < n; ++i) {
       guarded(base + i, i, s, [&] {
-        const StepResult r = env.step(i, kDiscrete ? a + i : a + i * action_size_);
+        const BasicStepResult<Reward> r = env.step(i, kDiscrete ? a + i : a + i * action_size_);
         reward[i] = r.reward;
         terminated[i] = r.terminated;
       });
@@ -296,9 +325,10 @@ class BlockStepper {
     for (int i = 0; i < block_size_; ++i) {
       const int e = base + i;
       if (op[e] != Op::kReset && !needs_reset[e]) continue;
-      s.reward[i] = 0.f;
+      s.reward[i] = Reward{};
       s.terminated[i] = false;
       s.stepped[i] = false;
+      s.step_info[i] = false;
       guarded(e, i, s, [&] { reset_env(env, i, e); });
     }
   }
@@ -308,20 +338,22 @@ class BlockStepper {
   void step_each(E& env, Scratch& s, int base) {
     for (int i = 0; i < block_size_; ++i) {
       const int e = base + i;
-      s.reward[i] = 0.f;
+      s.reward[i] = Reward{};
       s.terminated[i] = false;
       s.stepped[i] = false;
+      s.step_info[i] = s.has_info[i] = false;
       if (op[e] == Op::kHold) continue;
       if (broken[e]) s.failed = true;  // an observed broken env reports zeros
       guarded(e, i, s, [&] {
         if (op[e] == Op::kReset ||
             (op[e] == Op::kStep && needs_reset[e] && mode_ == AutoresetMode::kNextStep)) {
           reset_env(env, i, e);
+          s.has_info[i] = true;
         } else if (op[e] == Op::kStep) {
-          const StepResult r = env.step(i, &actions[static_cast<size_t>(e) * action_size_]);
+          const BasicStepResult<Reward> r = env.step(i, &actions[static_cast<size_t>(e) * action_size_]);
           s.reward[i] = r.reward;
           s.terminated[i] = r.terminated;
-          s.stepped[i] = true;
+          s.stepped[i] = s.step_info[i] = s.has_info[i] = true;
         }
       });
     }
@@ -346,8 +378,10 @@ class BlockStepper {
       }
       guarded(e, i, s, [&] {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
-        write_info(env, i, e, s.final_info.data() + static_cast<size_t>(i) * info_fields_);  // (empty: no info)
+        write_info(env, i, e, s.final_info.data() + static_cast<size_t>(i) * info_bytes_, true,
+                   true);  // (empty: no info)
         reset_env(env, i, e);
+        s.step_info[i] = false;  // the row's info is the new episode's
       });
     }
   }
@@ -364,9 +398,11 @@ class BlockStepper {
       for (int i = 0; i < n; ++i) write_obs(env, s, base, i, obs + static_cast<size_t>(i) * obs_size_);
     }
     if (kHasInfo || elapsed_info_) {
-      for (int i = 0; i < n; ++i) write_info(env, i, base + i, out.info(row0 + i));
+      for (int i = 0; i < n; ++i) write_info(env, i, base + i, out.info(row0 + i), s.step_info[i], s.has_info[i]);
     }
-    std::memcpy(out.reward() + row0, s.reward.data(), n * sizeof(float));
+    std::memcpy(out.step_info() + row0, s.step_info.get(), n);
+    std::memcpy(out.has_info() + row0, s.has_info.get(), n);
+    std::memcpy(out.template reward<Reward>() + row0, s.reward.data(), n * sizeof(Reward));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);
     std::memcpy(out.truncated() + row0, s.truncated.get(), n);
     std::memcpy(out.ended() + row0, s.ended.get(), n);
@@ -378,9 +414,8 @@ class BlockStepper {
       ids[i] = base + i;
       ended += s.ended[i];
     }
-    if (out.layout().with_final_obs && ended) {
-      for (int i = 0; i < n; ++i)
-        if (s.ended[i]) write_final(s, i, out, row0 + i);
+    if (out.layout().with_final_obs && (ended || info_bytes_ > 0)) {
+      for (int i = 0; i < n; ++i) write_final(s, i, out, row0 + i);
     }
     if (s.failed) {  // an env that threw reports zeros, never a half-written state
       for (int i = 0; i < n; ++i)
@@ -394,25 +429,34 @@ class BlockStepper {
     Obs* obs = reinterpret_cast<Obs*>(out.obs(row));
     write_obs(env, s, base, i, obs);
     if (broken[base + i]) std::fill_n(obs, obs_size_, Obs{});  // an env that threw reports zeros
-    write_info(env, i, base + i, out.info(row));
-    out.reward()[row] = s.reward[i];
+    write_info(env, i, base + i, out.info(row), s.step_info[i], s.has_info[i]);
+    out.step_info()[row] = s.step_info[i];
+    out.has_info()[row] = s.has_info[i];
+    out.template reward<Reward>()[row] = s.reward[i];
     out.terminated()[row] = s.terminated[i];
     out.truncated()[row] = s.truncated[i];
     out.ended()[row] = s.ended[i];
     out.episode_return()[row] = s.episode_return[i];
     out.episode_length()[row] = s.episode_length[i];
     out.env_id()[row] = base + i;
-    if (out.layout().with_final_obs && s.ended[i]) write_final(s, i, out, row);
+    if (out.layout().with_final_obs) write_final(s, i, out, row);
     return s.ended[i];
   }
 
-  // Env i's info values (env e of the pool): the env's own, then the pool's (PoolConfig::elapsed_info).
-  void write_info(const E& env, int i, int e, int32_t* out) const noexcept {
+  // Env i's info values (env e of the pool): the env's own, then the pool's (PoolConfig::elapsed_info). With
+  // masks, what a row's info lacks is 0 (a reset's: the fields only a step has; a row without info: all).
+  void write_info(const E& env, int i, int e, std::byte* out, bool step_info, bool has_info) const noexcept {
     if constexpr (kHasInfo) {
-      static_assert(noexcept(env.write_info(0, static_cast<int32_t*>(nullptr))), "write_info must not throw");
+      static_assert(noexcept(env.write_info(0, static_cast<std::byte*>(nullptr))), "write_info must not throw");
       env.write_info(i, out);
     }
-    if (elapsed_info_) out[info_fields_ - 1] = elapsed[e];
+    if (elapsed_info_) std::memcpy(out + elapsed_offset_, &elapsed[e], sizeof(int32_t));
+    if (!info_masks_ || step_info) return;
+    if (!has_info) {
+      std::memset(out, 0, info_bytes_);
+      return;
+    }
+    for (const auto& [offset, bytes] : step_only_) std::memset(out + offset, 0, bytes);
   }
 
   void write_obs(E& env, Scratch& s, int base, int i, Obs* out) {
@@ -423,11 +467,15 @@ class BlockStepper {
     }
   }
 
-  // Same-step autoreset: the last observation and info values of the episode that ended.
+  // Same-step autoreset: the last observation and info values of the episode that ended; in other rows the
+  // info values are 0 (as gymnasium's final_info has them outside its mask).
   void write_final(const Scratch& s, int i, Batch& out, int row) const {
+    if (!s.ended[i]) {
+      if (info_bytes_ > 0) std::memset(out.final_info(row), 0, info_bytes_);
+      return;
+    }
     std::memcpy(out.final_obs(row), &s.final_obs[static_cast<size_t>(i) * obs_size_], obs_size_ * sizeof(Obs));
-    if (info_fields_ > 0)
-      std::memcpy(out.final_info(row), &s.final_info[i * info_fields_], info_fields_ * sizeof(int32_t));
+    if (info_bytes_ > 0) std::memcpy(out.final_info(row), &s.final_info[i * info_bytes_], info_bytes_);
   }
 
   // Called by the running thread once it no longer touches block b's envs
@@ -442,8 +490,8 @@ class BlockStepper {
     broken[e] = 1;
     needs_reset[e] = 1;
     s.failed = true;
-    s.reward[i] = 0.f;
-    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = false;
+    s.reward[i] = Reward{};
+    s.terminated[i] = s.truncated[i] = s.ended[i] = s.stepped[i] = s.step_info[i] = s.has_info[i] = false;
     s.episode_return[i] = 0.0;
     s.episode_length[i] = 0;
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -455,8 +503,10 @@ class BlockStepper {
   const int32_t limit_;
   const bool sync_;
   const int block_size_, num_blocks_;
-  const size_t obs_size_, action_size_, info_fields_;
-  const bool elapsed_info_;
+  const size_t obs_size_, action_size_, info_bytes_;
+  const bool elapsed_info_, info_masks_;
+  size_t elapsed_offset_ = 0;
+  std::vector<std::pair<size_t, size_t>> step_only_;  // (offset, bytes) of the fields a reset's info lacks
   std::vector<std::unique_ptr<E>> blocks_;
   std::vector<Scratch> scratch_;
 

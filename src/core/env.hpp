@@ -7,22 +7,26 @@
 // take the index i of an env in the block. The pool calls an instance from
 // one thread at a time.
 //
-//   using Obs = float | uint8_t;      observation element (float32 or uint8 Box)
-//   using Action = int32_t | float;   int32_t: Discrete(spec.num_actions); float: a float32 Box
+//   using Obs = float | uint8_t | double;    observation element (a float32, uint8 or float64 Box)
+//   using Action = int32_t | float | double; int32_t: Discrete(spec.num_actions); float, double: a Box
+//                                            (double: float64 actions reach the env exact)
 //   static OptionTable options();     every keyword the env takes (core/options.hpp)
-//   static Spec spec(const Options&); spaces, cost, info names (core/spec.hpp)
+//   static Spec spec(const Options&); spaces, cost, info fields (core/spec.hpp)
 //   E(int n, const Options&);         n envs, not yet reset
 //   void reset(int i, Pcg64& rng);    a new episode, drawn from rng (numpy-exact)
-//   StepResult step(int i, const Action* a);   one action (Discrete) or action_shape elements (Box)
+//   BasicStepResult<Reward> step(int i, const Action* a);  one action (Discrete) or action_shape elements (Box)
 //   void write_obs(int i, Obs* out) const;     the current observation
 //
 // Optional, found by the pool when present (each must be noexcept):
+//   using Reward = double;                                                  float64 rewards (default: float)
 //   void step_block(int n, const Action*, float* reward, bool* terminated);  every env of the block at once
 //   void write_obs_block(int n, Obs* out) const;                            observations of the whole block
-//   void write_info(int i, int32_t* out) const;                              spec.info_names, one int32 each
+//   void write_info(int i, std::byte* out) const;    spec.info's fields, at info_offsets(spec.info), for the
+//                                                    env's last step or reset (the pool masks what a reset lacks)
 //   void render(int i, uint8_t* out);                                        spec.render_shape, RGB
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -32,27 +36,55 @@
 
 namespace fastvec::core {
 
+namespace env_detail {
 template <class E>
-concept NativeEnv = (std::same_as<typename E::Obs, float> || std::same_as<typename E::Obs, uint8_t>) &&
-                    (std::same_as<typename E::Action, int32_t> || std::same_as<typename E::Action, float>) &&
+struct RewardOf {
+  using type = float;
+};
+template <class E>
+  requires requires { typename E::Reward; }
+struct RewardOf<E> {
+  using type = typename E::Reward;
+};
+}  // namespace env_detail
+
+// The reward type of env E: E::Reward if it declares one, else float.
+template <class E>
+using reward_t = typename env_detail::RewardOf<E>::type;
+
+template <class E>
+concept NativeEnv = (std::same_as<typename E::Obs, float> || std::same_as<typename E::Obs, uint8_t> ||
+                     std::same_as<typename E::Obs, double>) &&
+                    (std::same_as<typename E::Action, int32_t> || std::same_as<typename E::Action, float> ||
+                     std::same_as<typename E::Action, double>) &&
+                    (std::same_as<reward_t<E>, float> || std::same_as<reward_t<E>, double>) &&
                     std::constructible_from<E, int, const Options&> &&
                     requires(E& env, const E& cenv, int i, Pcg64& rng, const typename E::Action* a,
                              typename E::Obs* out, const Options& o) {
                       { E::options() } -> std::same_as<OptionTable>;
                       { E::spec(o) } -> std::same_as<Spec>;
                       { env.reset(i, rng) } -> std::same_as<void>;
-                      { env.step(i, a) } -> std::same_as<StepResult>;
+                      { env.step(i, a) } -> std::same_as<BasicStepResult<reward_t<E>>>;
                       { cenv.write_obs(i, out) } -> std::same_as<void>;
                     };
 
-// Discrete(spec.num_actions) envs take int32 actions; Box envs take float32.
+// Discrete(spec.num_actions) envs take int32 actions; Box envs take float32 or float64.
 template <NativeEnv E>
 inline constexpr bool kDiscreteActions = std::is_integral_v<typename E::Action>;
+
+template <class T>
+constexpr const char* dtype_name() {
+  if constexpr (std::is_same_v<T, float>) return "float32";
+  if constexpr (std::is_same_v<T, double>) return "float64";
+  if constexpr (std::is_same_v<T, uint8_t>) return "uint8";
+  if constexpr (std::is_same_v<T, int32_t>) return "int32";
+  return "int64";
+}
 
 // The numpy dtype of an env's observations.
 template <NativeEnv E>
 constexpr const char* obs_dtype() {
-  return std::is_same_v<typename E::Obs, float> ? "float32" : "uint8";
+  return dtype_name<typename E::Obs>();
 }
 
 }  // namespace fastvec::core

@@ -5,6 +5,7 @@
 // (fastvec.registry) for defaults and the names it accepts. Plain data,
 // built once per pool; no threads involved.
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -15,15 +16,25 @@
 namespace fastvec::core {
 
 struct OptionSpec {
-  enum class Kind { kBool, kInt, kReal, kString };
+  // kString: filled in by fastvec's registry (a ROM's path), not a keyword.
+  // kFile: a keyword naming a file (MuJoCo's xml_file); text_fallback is the
+  //   default, which fastvec's registry resolves to a path as for a user's.
+  // kRange: a (low, high) pair of reals (gymnasium's healthy_z_range, ...),
+  //   fallback and fallback_high its default; each is checked against low, high.
+  // kName: an int index or a name (Ant's main_body), given as text.
+  enum class Kind { kBool, kInt, kReal, kString, kFile, kRange, kName };
   std::string name;  // the Python keyword
   Kind kind;
   double fallback = 0;  // the default (numbers; kBool: 0 or 1)
   double low = -std::numeric_limits<double>::infinity();
   double high = std::numeric_limits<double>::infinity();
-  // kString: filled in by fastvec's registry (a ROM's path), not a keyword.
-  std::string text_fallback = {};
+  std::string text_fallback = {};  // kString, kFile, kName
+  double fallback_high = 0;        // kRange
 };
+
+inline bool is_text(OptionSpec::Kind kind) {
+  return kind == OptionSpec::Kind::kString || kind == OptionSpec::Kind::kFile || kind == OptionSpec::Kind::kName;
+}
 
 using OptionTable = std::vector<OptionSpec>;
 
@@ -37,6 +48,12 @@ inline const char* kind_name(OptionSpec::Kind kind) {
       return "float";
     case OptionSpec::Kind::kString:
       return "str";
+    case OptionSpec::Kind::kFile:
+      return "file";
+    case OptionSpec::Kind::kRange:
+      return "range";
+    case OptionSpec::Kind::kName:
+      return "int|str";
   }
   return "?";
 }
@@ -50,18 +67,29 @@ class Options {
  public:
   Options() = default;
   Options(OptionTable table, const std::map<std::string, double>& values,
-          const std::map<std::string, std::string>& strings = {})
+          const std::map<std::string, std::string>& strings = {},
+          const std::map<std::string, std::array<double, 2>>& ranges = {})
       : table_(std::move(table)) {
     for (const auto& [name, v] : values) {
       const OptionSpec& o = find(name, "got an unexpected option");
-      if (o.kind == OptionSpec::Kind::kString) throw std::invalid_argument(name + " must be a string");
+      if (is_text(o.kind)) throw std::invalid_argument(name + " must be a string");
+      if (o.kind == OptionSpec::Kind::kRange) throw std::invalid_argument(name + " must be a (low, high) pair");
       check(o, v);
       values_[name] = v;
     }
     for (const auto& [name, s] : strings) {
       const OptionSpec& o = find(name, "got an unexpected option");
-      if (o.kind != OptionSpec::Kind::kString) throw std::invalid_argument(name + " must be a number");
+      if (!is_text(o.kind)) throw std::invalid_argument(name + " must be a number");
       strings_[name] = s;
+    }
+    for (const auto& [name, r] : ranges) {
+      const OptionSpec& o = find(name, "got an unexpected option");
+      if (o.kind != OptionSpec::Kind::kRange) throw std::invalid_argument(name + " must be a number");
+      for (double v : r)
+        if (std::isnan(v) || v < o.low || v > o.high)
+          throw std::invalid_argument(o.name + " must hold two numbers in [" + number(o.low) + ", " + number(o.high) +
+                                      "], got (" + number(r[0]) + ", " + number(r[1]) + ")");
+      ranges_[name] = r;
     }
   }
 
@@ -77,11 +105,17 @@ class Options {
     auto it = strings_.find(name);
     return it == strings_.end() ? o.text_fallback : it->second;
   }
+  std::array<double, 2> range(const std::string& name) const {
+    const OptionSpec& o = declared(name);
+    auto it = ranges_.find(name);
+    return it == ranges_.end() ? std::array<double, 2>{o.fallback, o.fallback_high} : it->second;
+  }
 
   const OptionTable& table() const { return table_; }
 
  private:
   static std::string number(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
     std::string s = std::to_string(v);
     return s;
@@ -104,6 +138,9 @@ class Options {
                                       number(v));
         return;
       case OptionSpec::Kind::kString:
+      case OptionSpec::Kind::kFile:
+      case OptionSpec::Kind::kRange:
+      case OptionSpec::Kind::kName:
         return;
     }
   }
@@ -126,6 +163,7 @@ class Options {
   OptionTable table_;
   std::map<std::string, double> values_;
   std::map<std::string, std::string> strings_;
+  std::map<std::string, std::array<double, 2>> ranges_;
 };
 
 }  // namespace fastvec::core

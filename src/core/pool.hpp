@@ -62,6 +62,7 @@ class Pool final : public PoolBase {
  public:
   using Obs = typename E::Obs;
   using Action = typename E::Action;
+  using Reward = reward_t<E>;
   static constexpr bool kDiscrete = kDiscreteActions<E>;  // one action element per env
 
   Pool(const PoolConfig& config, const Options& options)
@@ -72,8 +73,8 @@ class Pool final : public PoolBase {
         block_size_(cfg_.block_size > 0 ? cfg_.block_size : auto_block_size()),
         num_blocks_(cfg_.num_envs / block_size_),
         sync_(cfg_.batch_size == cfg_.num_envs),
-        layout_{cfg_.batch_size, obs_size_ * sizeof(Obs), cfg_.autoreset_mode == AutoresetMode::kSameStep,
-                static_cast<int>(spec_.info_names.size())},
+        layout_{cfg_.batch_size, obs_size_ * sizeof(Obs), sizeof(Reward),
+                cfg_.autoreset_mode == AutoresetMode::kSameStep, info_row_bytes(spec_.info)},
         memory_checked_(check_memory()),
         envs_(cfg_, spec_, block_size_, obs_size_, action_size_),
         ring_(layout_, cfg_.num_envs, cfg_.batch_size),
@@ -98,6 +99,8 @@ class Pool final : public PoolBase {
   const Spec& spec() const override { return spec_; }
   bool action_is_discrete() const override { return kDiscrete; }
   const char* obs_dtype() const override { return core::obs_dtype<E>(); }
+  const char* action_dtype() const override { return kDiscrete ? "int64" : dtype_name<Action>(); }
+  const char* reward_dtype() const override { return dtype_name<Reward>(); }
   int num_envs() const override { return cfg_.num_envs; }
   int batch_size() const override { return cfg_.batch_size; }
   int num_threads() const override { return cfg_.num_threads; }
@@ -127,9 +130,9 @@ class Pool final : public PoolBase {
       const int64_t* a = static_cast<const int64_t*>(actions);
       for (int k = 0; k < n; ++k) envs_.actions[env_ids[k]] = static_cast<Action>(a[k]);
     } else {
-      const float* a = static_cast<const float*>(actions);
+      const Action* a = static_cast<const Action*>(actions);
       for (int k = 0; k < n; ++k)
-        std::memcpy(&envs_.actions[env_ids[k] * action_size_], a + k * action_size_, action_size_ * sizeof(float));
+        std::memcpy(&envs_.actions[env_ids[k] * action_size_], a + k * action_size_, action_size_ * sizeof(Action));
     }
     for (int k = 0; k < n; ++k) stage(env_ids[k], Op::kStep);
     dispatch();
@@ -155,7 +158,7 @@ class Pool final : public PoolBase {
       const int64_t* a = static_cast<const int64_t*>(actions);
       for (int e = 0; e < n; ++e) envs_.actions[e] = static_cast<Action>(a[e]);
     } else {
-      std::memcpy(envs_.actions.data(), actions, static_cast<size_t>(n) * action_size_ * sizeof(float));
+      std::memcpy(envs_.actions.data(), actions, static_cast<size_t>(n) * action_size_ * sizeof(Action));
     }
     std::fill(envs_.op.begin(), envs_.op.end(), Op::kStep);
     std::fill(state_.begin(), state_.end(), State::kStaged);
@@ -287,7 +290,7 @@ class Pool final : public PoolBase {
 
   // The env's spec plus the info columns the pool writes itself (after the env's).
   static Spec with_pool_info(Spec spec, const PoolConfig& cfg) {
-    if (cfg.elapsed_info) spec.info_names.push_back("elapsed_step");
+    if (cfg.elapsed_info) spec.info.push_back({.name = "elapsed_step"});
     return spec;
   }
 

@@ -78,7 +78,9 @@ class PoolBase {
   virtual ~PoolBase() = default;
   virtual const Spec& spec() const = 0;
   virtual bool action_is_discrete() const = 0;
-  virtual const char* obs_dtype() const = 0;  // "float32" or "uint8"
+  virtual const char* obs_dtype() const = 0;     // "float32", "uint8" or "float64"
+  virtual const char* action_dtype() const = 0;  // what send_step reads: "int64", "float32" or "float64"
+  virtual const char* reward_dtype() const = 0;  // "float32" or "float64"
   virtual int num_envs() const = 0;
   virtual int batch_size() const = 0;
   virtual int num_threads() const = 0;
@@ -87,8 +89,9 @@ class PoolBase {
   virtual AutoresetMode autoreset_mode() const = 0;
 
   // Queues a step of each listed env. `actions` holds one action per listed
-  // env, in the list's order: int64 for discrete envs, float32 elements for
-  // continuous ones. Validates everything before touching any env.
+  // env, in the list's order, as action_dtype() says: int64 for discrete
+  // envs, float32 or float64 elements for continuous ones. Validates
+  // everything before touching any env.
   virtual void send_step(const void* actions, const int32_t* env_ids, int n) = 0;
   // send_step for every env, in env order: the sync step's fast path.
   virtual void send_step_all(const void* actions) = 0;

@@ -4,6 +4,8 @@
 // the memory check) and by Python (gymnasium spaces). Plain data, built once
 // per pool; no threads involved.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -11,12 +13,53 @@
 
 namespace fastvec::core {
 
+// One info value per env: info[name] has shape (rows,) or, with size > 1,
+// (rows, size).
+struct InfoField {
+  enum class Type : uint8_t { kInt32, kInt64, kFloat64 };
+  std::string name;
+  Type type = Type::kInt32;
+  int64_t size = 1;
+  bool at_reset = true;  // also in a reset's info (with Spec::info_masks; else it is only a step's)
+};
+
+inline size_t info_bytes(InfoField::Type t) { return t == InfoField::Type::kInt32 ? 4 : 8; }
+inline const char* info_dtype(InfoField::Type t) {
+  return t == InfoField::Type::kInt32 ? "int32" : t == InfoField::Type::kInt64 ? "int64" : "float64";
+}
+
+// Where each field starts in an info row: in order, each aligned to its element size.
+inline std::vector<size_t> info_offsets(const std::vector<InfoField>& fields) {
+  std::vector<size_t> out;
+  size_t at = 0;
+  for (const InfoField& f : fields) {
+    const size_t b = info_bytes(f.type);
+    at = (at + b - 1) / b * b;
+    out.push_back(at);
+    at += b * static_cast<size_t>(f.size);
+  }
+  return out;
+}
+
+// The bytes of one info row: a multiple of its widest element, so that rows stay aligned.
+inline size_t info_row_bytes(const std::vector<InfoField>& fields) {
+  size_t end = 0, align = 1;
+  const std::vector<size_t> off = info_offsets(fields);
+  for (size_t k = 0; k < fields.size(); ++k) {
+    end = off[k] + info_bytes(fields[k].type) * static_cast<size_t>(fields[k].size);
+    align = std::max(align, info_bytes(fields[k].type));
+  }
+  return (end + align - 1) / align * align;
+}
+
 struct Spec {
   std::vector<int64_t> obs_shape;
   std::vector<double> obs_low, obs_high;  // one value per observation element
   // Discrete(num_actions) for an env with int32 actions (num_actions > 0),
   // else a float32 Box of action_shape bounded by action_low/action_high
-  // (one value per element). The pool checks the two agree.
+  // (one value per element). The pool checks the two agree. (A Box env whose
+  // Action is double is given float64 actions as they came, as gymnasium's
+  // env would be: its space stays float32, as gymnasium's MuJoCo envs'.)
   int64_t num_actions = 0;
   std::vector<int64_t> action_shape;
   std::vector<double> action_low, action_high;
@@ -26,19 +69,30 @@ struct Spec {
   // reserves and the part of it that becomes resident. The pool checks its
   // total against the process's limits before it allocates (memory.hpp).
   double env_address_bytes = 256.0, env_resident_bytes = 256.0;
-  // Per-env integers reported in info after every step (e.g. Atari's
-  // "lives"), written by the env's write_info(i, int32_t* out).
-  std::vector<std::string> info_names;
+  // Per-env values reported in info (e.g. Atari's "lives", MuJoCo's
+  // "x_position"), written by the env's write_info(i, out) into one row of
+  // info_row_bytes(info) bytes at info_offsets(info).
+  std::vector<InfoField> info;
+  // info_masks: info carries gymnasium's "_name" masks (as gymnasium's vector
+  // envs batch an env's info dicts): rows whose info is a step's have every
+  // field, rows whose info is a reset's only the at_reset ones, rows that
+  // only report their observation (a partial reset's others) none; the
+  // values outside a mask are 0. Without: every row has every field.
+  bool info_masks = false;
   // (H, W, 3): the uint8 RGB frame the env's render(i, out) writes (Atari's
   // screen); empty: the env has no render (Python draws it from its state).
   std::vector<int64_t> render_shape;
 };
 
 // What an env's step returns; the pool adds truncation and episode stats.
-struct StepResult {
-  float reward;
+// Reward is float (float32 rewards, the default) or double (an env with
+// `using Reward = double`: float64 rewards, as gymnasium's MuJoCo envs).
+template <class Reward>
+struct BasicStepResult {
+  Reward reward;
   bool terminated;
 };
+using StepResult = BasicStepResult<float>;
 
 // Thrown by an env with a message for the user (re-raised as RuntimeError
 // naming the env id).

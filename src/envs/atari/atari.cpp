@@ -627,8 +627,8 @@ core::Spec Atari::spec(const core::Options& options) {
   const double frames = static_cast<double>(n) + static_cast<double>(opt.channels()) * kScreenSize;
   s.env_address_bytes = 760.0 * 1024 + frames;
   s.env_resident_bytes = 270.0 * 1024 + frames;
-  s.info_names = {"lives"};
-  if (opt.envpool_info) s.info_names = {"lives", "reward", "terminated"};
+  s.info = {{.name = "lives"}};
+  if (opt.envpool_info) s.info = {{.name = "lives"}, {.name = "reward"}, {.name = "terminated"}};
   s.render_shape = {kScreenH, kScreenW, 3};
   return s;
 }
@@ -650,13 +650,15 @@ void Atari::write_obs(int i, uint8_t* out) const { games_[i]->write_obs(out); }
 
 void Atari::render(int i, uint8_t* out) { games_[i]->render(out); }
 
-void Atari::write_info(int i, int32_t* out) const noexcept {
+void Atari::write_info(int i, std::byte* out) const noexcept {
   const AtariGame& game = *games_[i];
-  out[0] = game.lives();
+  // int32 fields, one after the other (core::info_offsets).
+  int32_t values[3] = {game.lives(), 0, 0};
   if (opt_.envpool_info) {
-    out[1] = game.last_reward();
-    out[2] = game.game_over();
+    values[1] = game.last_reward();
+    values[2] = game.game_over();
   }
+  std::memcpy(out, values, (opt_.envpool_info ? 3 : 1) * sizeof(int32_t));
 }
 
 double atari_loop_rate(const core::Options& options, int steps, bool preprocess) {

@@ -12,6 +12,7 @@
 // Each env owns its emulator; a block is one env (the pool calls one env
 // from one thread at a time).
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -58,7 +59,7 @@ class Atari {
   void reset(int i, core::Pcg64& rng);
   core::StepResult step(int i, const Action* action);
   void write_obs(int i, uint8_t* out) const;
-  void write_info(int i, int32_t* out) const noexcept;  // info_names: lives (, reward, terminated)
+  void write_info(int i, std::byte* out) const noexcept;  // spec's info: lives (, reward, terminated), int32
   void render(int i, uint8_t* out);                     // the screen, (210, 160, 3) RGB
 
  private:
