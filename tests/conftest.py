@@ -14,18 +14,44 @@ import pytest
 import fastvec
 
 
+# gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend.
+MUJOCO_IDS = (
+    "Ant-v5",
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Humanoid-v5",
+    "HumanoidStandup-v5",
+    "InvertedDoublePendulum-v5",
+    "InvertedPendulum-v5",
+    "Pusher-v5",
+    "Reacher-v5",
+    "Swimmer-v5",
+    "Walker2d-v5",
+)
+
+
+def classic_ids() -> list[str]:
+    """The classic-control envs (neither Atari nor MuJoCo)."""
+    return [e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).family]
+
+
 def env_ids_under_test() -> list[str]:
-    """Every classic env, and Pong for Atari (tests/test_atari.py covers every game on its own)."""
+    """Every classic env, Pong for Atari and Hopper for MuJoCo (tests/test_atari.py and tests/test_mujoco.py
+    cover every game and every MuJoCo env on their own)."""
     ids = fastvec.list_envs()
-    return [e for e in ids if not fastvec.registry.lookup(e).rom] + [e for e in ("Pong-v5",) if e in ids]
+    return classic_ids() + [e for e in ("Pong-v5", "Hopper-v5") if e in ids]
 
 
 def pytest_collection_modifyitems(items):
     """A test parametrized with an Atari id needs the Atari backend, and emulating Atari under a sanitizer is
-    too slow: such items get the ``atari`` and ``heavy`` markers, whatever file they are in."""
+    too slow: such items get the ``atari`` and ``heavy`` markers, whatever file they are in. One parametrized with
+    a MuJoCo id needs the MuJoCo backend: the ``mujoco`` marker."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if any(isinstance(v, str) and fastvec.registry.roms.ATARI_ID.match(v) for v in params.values()):
+        values = [v for v in params.values() if isinstance(v, str)]
+        if any(v in MUJOCO_IDS for v in values):
+            item.add_marker(pytest.mark.mujoco)
+        elif any(fastvec.registry.roms.ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)
 

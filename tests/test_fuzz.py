@@ -68,7 +68,7 @@ DOCUMENTED = (ValueError, TypeError, RuntimeError, EnvError, fastvec._core.EnvEr
 FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
 # The registry's classic-control envs, and a strategy for each of their options from its C++ option table.
-CLASSIC_IDS = tuple(e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).rom)
+CLASSIC_IDS = tuple(e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).family)
 
 
 def _option_strategy(o: fastvec.registry.OptionSpec) -> st.SearchStrategy:

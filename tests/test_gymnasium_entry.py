@@ -16,7 +16,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 import fastvec
 from fastvec._single_env import NativeEnv
 
-CLASSIC_IDS = [e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).rom]
+CLASSIC_IDS = [e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).family]
 PONG = ["Pong-v5"]  # (conftest marks Atari parameters atari: a build without Atari deselects them)
 
 

@@ -1,0 +1,394 @@
+"""fastvec's native MuJoCo envs against gymnasium's v5 classes, on the same MuJoCo library.
+
+Both sides step the same compiled model with the same libmujoco, and fastvec computes observations, rewards and
+infos with numpy's operations in numpy's order (src/envs/mujoco/simulation.hpp), so the bar is bit-identity:
+every comparison here is of the bits of float64 values (``-0.0`` is not ``0.0``), of dtypes and of info keys,
+over whole episodes (terminations, truncations and autoresets included).
+
+One deliberate difference is tested as such: with float32 actions, gymnasium under NumPy 2 computes its control
+costs in float32 (``np.square`` of a float32 array), fastvec always in float64 (as gymnasium does for float64
+actions); observations stay bit-identical, and rewards differ by the float32 rounding of the control cost.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+from conftest import MUJOCO_IDS
+
+pytestmark = pytest.mark.mujoco
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """MuJoCo appends its warnings to MUJOCO_LOG.TXT in the working directory: not the checkout's."""
+    monkeypatch.chdir(tmp_path)
+
+# Each env's episode limit crossed at least once by every pool below (Pusher and Reacher: several times).
+STEPS = 1050
+
+
+def _bits(a: object) -> np.ndarray:
+    a = np.asarray(a)
+    return a.view(np.uint64) if a.dtype == np.float64 else a
+
+
+def assert_same(got: object, want: object, what: str) -> None:
+    """Equal dtype, shape and bits (an object array, as gymnasium's final_obs: element by element)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if want.dtype == object:
+        assert got.dtype == object and got.shape == want.shape, f"{what}: {got.dtype} {got.shape} vs object {want.shape}"
+        for i, (x, y) in enumerate(zip(got, want, strict=True)):
+            assert (x is None) == (y is None), f"{what}[{i}]: {x!r} vs {y!r}"
+            if y is not None:
+                assert_same(x, y, f"{what}[{i}]")
+        return
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, gymnasium's {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, gymnasium's {want.shape}"
+    if not np.array_equal(_bits(got), _bits(want)):
+        bad = np.argwhere(_bits(got) != _bits(want))[0]
+        raise AssertionError(f"{what}: first difference at {tuple(bad)}: {got[tuple(bad)]!r} vs {want[tuple(bad)]!r}")
+
+
+def assert_same_info(got: dict, want: dict, what: str) -> None:
+    assert list(got) == list(want) or set(got) == set(want), f"{what}: keys {sorted(got)} vs {sorted(want)}"
+    for key, value in want.items():
+        if isinstance(value, dict):
+            assert_same_info(got[key], value, f"{what}[{key!r}]")
+        else:
+            assert_same(got[key], value, f"{what}[{key!r}]")
+
+
+def _actions(rng: np.random.Generator, space: gym.spaces.Box, n: int, dtype=np.float64) -> np.ndarray:
+    """Random actions up to 1.5x the bounds: some out of range, which neither side clips (MuJoCo clamps the
+    controls it applies; the control costs see them as given)."""
+    high = space.high.astype(np.float64)
+    return (rng.uniform(-1.5, 1.5, (n, *space.shape)) * high).astype(dtype)
+
+
+def run_side_by_side(
+    env_id: str,
+    n: int = 3,
+    steps: int = STEPS,
+    seed: int = 7,
+    mode: str = "next_step",
+    action_dtype=np.float64,
+    **kwargs,
+) -> dict[str, int]:
+    """Steps fastvec's pool and gymnasium's SyncVectorEnv over the same envs with the same seeds and actions and
+    asserts every output bit-identical; returns what happened (episode ends)."""
+    env = fastvec.make(env_id, n, autoreset_mode=mode, **kwargs)
+    ref = gym.make_vec(env_id, n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode[mode.upper()]}, **kwargs)
+    try:
+        obs, info = env.reset(seed=seed)
+        ref_obs, ref_info = ref.reset(seed=seed)
+        assert_same(obs, ref_obs, "reset obs")
+        assert_same_info(info, ref_info, "reset info")
+        rng = np.random.default_rng(seed)
+        ends = 0
+        done = np.zeros(n, bool)
+        for t in range(steps):
+            a = _actions(rng, env.single_action_space, n, action_dtype)
+            if mode == "disabled":
+                if done.any():
+                    obs, info = env.reset(options={"reset_mask": done})
+                    ref_obs, ref_info = ref.reset(options={"reset_mask": done})
+                    assert_same(obs, ref_obs, f"step {t} partial reset obs")
+                    assert_same_info(info, ref_info, f"step {t} partial reset info")
+            got = env.step(a)
+            want = ref.step(a)
+            for name, x, y in zip(("obs", "reward", "terminated", "truncated"), got[:4], want[:4], strict=True):
+                assert_same(x, y, f"step {t} {name}")
+            assert_same_info(got[4], want[4], f"step {t} info")
+            done = got[2] | got[3]
+            ends += int(done.sum())
+        return {"ends": ends}
+    finally:
+        env.close()
+        ref.close()
+
+
+@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+def test_whole_episodes_are_bit_identical_to_gymnasium(env_id):
+    stats = run_side_by_side(env_id)
+    assert stats["ends"] >= 3  # every env ended an episode (by its limit at least)
+
+
+@pytest.mark.parametrize("mode", ["same_step", "disabled"])
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Humanoid-v5", "Reacher-v5"])
+def test_other_autoreset_modes_are_bit_identical_to_gymnasium(env_id, mode):
+    """same_step: final_obs and final_info (the ended step's info, with its masks) as gymnasium builds them;
+    disabled: partial resets with reset_mask."""
+    assert run_side_by_side(env_id, steps=300, mode=mode)["ends"] >= 3
+
+
+@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+def test_reset_states_for_many_seeds(env_id):
+    """The initial state of each of 64 seeds equals gymnasium's env.reset(seed=s) (reset noise from numpy's
+    uniform and standard_normal; Reacher's and Pusher's rejection loops)."""
+    seeds = [int(s) for s in np.random.default_rng(1).integers(0, 2**32, 64)]
+    env = fastvec.make(env_id, len(seeds))
+    obs, info = env.reset(seed=seeds)
+    ref = gym.make(env_id)
+    for i, s in enumerate(seeds):
+        want, want_info = ref.reset(seed=s)
+        assert_same(obs[i], want, f"seed {s} obs")
+        for key, value in want_info.items():
+            assert info[f"_{key}"][i]
+            assert_same(info[key][i], value, f"seed {s} info[{key!r}]")
+    env.close()
+
+
+def test_spaces_dtypes_limits_and_metadata_are_gymnasium_s():
+    for env_id in MUJOCO_IDS:
+        env = fastvec.make(env_id, 2)
+        ref = gym.make(env_id)
+        assert env.single_observation_space == ref.observation_space, env_id
+        assert env.single_action_space == ref.action_space, env_id
+        assert env.single_action_space.dtype == np.float32
+        assert env.spec.max_episode_steps == ref.spec.max_episode_steps, env_id
+        assert env.spec.reward_threshold == ref.spec.reward_threshold, env_id
+        obs, _ = env.reset(seed=0)
+        assert obs.dtype == np.float64
+        _, reward, *_ = env.step(np.zeros((2, *env.single_action_space.shape)))
+        assert reward.dtype == np.float64
+        env.close()
+    assert sorted(MUJOCO_IDS) == sorted(e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family == "mujoco")
+
+
+# A few options per env, with gymnasium's names: each changes what the env does, and both sides agree.
+OPTION_CASES = [
+    ("Ant-v5", {"ctrl_cost_weight": 0.1, "contact_cost_weight": 1e-3, "healthy_reward": 0.5}),
+    ("Ant-v5", {"main_body": "torso", "healthy_z_range": (0.3, 0.9), "terminate_when_unhealthy": False}),
+    ("Ant-v5", {"contact_force_range": (-0.5, 0.5), "include_cfrc_ext_in_observation": False}),
+    ("Ant-v5", {"exclude_current_positions_from_observation": False, "reset_noise_scale": 0.3, "frame_skip": 3}),
+    ("HalfCheetah-v5", {"forward_reward_weight": 2.0, "ctrl_cost_weight": 0.5, "reset_noise_scale": 0.3}),
+    ("HalfCheetah-v5", {"exclude_current_positions_from_observation": False, "frame_skip": 2}),
+    ("Hopper-v5", {"healthy_z_range": (0.5, 2.0), "healthy_angle_range": (-0.5, 0.5), "healthy_reward": 2.0}),
+    ("Hopper-v5", {"healthy_state_range": (-5.0, 5.0), "terminate_when_unhealthy": False, "frame_skip": 8}),
+    ("Hopper-v5", {"exclude_current_positions_from_observation": False, "reset_noise_scale": 0.05}),
+    ("Humanoid-v5", {"contact_cost_range": (-math.inf, 5.0), "contact_cost_weight": 1e-6, "healthy_z_range": (0.8, 2.1)}),
+    ("Humanoid-v5", {"include_cinert_in_observation": False, "include_cvel_in_observation": False}),
+    ("Humanoid-v5", {"include_qfrc_actuator_in_observation": False, "include_cfrc_ext_in_observation": False}),
+    ("Humanoid-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
+    ("HumanoidStandup-v5", {"impact_cost_range": (-math.inf, 1.0), "impact_cost_weight": 1e-6, "ctrl_cost_weight": 0.2}),
+    ("HumanoidStandup-v5", {"include_cinert_in_observation": False, "reset_noise_scale": 0.05}),
+    ("InvertedDoublePendulum-v5", {"healthy_reward": 5.0, "reset_noise_scale": 0.2}),
+    ("InvertedPendulum-v5", {"reset_noise_scale": 0.1, "frame_skip": 4}),
+    ("Pusher-v5", {"reward_near_weight": 1.0, "reward_dist_weight": 0.5, "reward_control_weight": 0.2}),
+    ("Reacher-v5", {"reward_dist_weight": 2.0, "reward_control_weight": 0.5, "frame_skip": 4}),
+    ("Swimmer-v5", {"forward_reward_weight": 2.0, "ctrl_cost_weight": 1e-3, "reset_noise_scale": 0.2}),
+    ("Swimmer-v5", {"exclude_current_positions_from_observation": False}),
+    ("Walker2d-v5", {"healthy_z_range": (0.9, 1.9), "healthy_angle_range": (-0.5, 0.5), "ctrl_cost_weight": 0.01}),
+    ("Walker2d-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
+]
+
+
+def _case_id(case: tuple[str, dict]) -> str:
+    env_id, kwargs = case
+    return env_id + "".join(f"-{k}={v}" for k, v in kwargs.items())
+
+
+@pytest.mark.parametrize("case", OPTION_CASES, ids=[_case_id(c) for c in OPTION_CASES])
+def test_options_act_as_gymnasium_s(case):
+    env_id, kwargs = case
+    run_side_by_side(env_id, steps=250, **kwargs)
+    # ... and they change something: the same seed and actions give another trajectory without them.
+    runs = []
+    for options in (kwargs, {}):
+        env = fastvec.make(env_id, 2, **options)
+        obs, info = env.reset(seed=3)
+        rng = np.random.default_rng(3)
+        trace = [obs.ravel(), *(np.ravel(v) for v in info.values())]
+        for _ in range(100):
+            o, r, term, trunc, info = env.step(_actions(rng, env.single_action_space, 2))
+            trace += [o.ravel(), r, term, *(np.ravel(v) for v in info.values())]
+        runs.append(trace)
+        env.close()
+    assert len(runs[0]) != len(runs[1]) or any(
+        a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(*runs, strict=True)
+    )
+
+
+def test_a_user_model_of_the_same_robot(tmp_path):
+    """xml_file: a modified Hopper (lighter torso, less gravity), resolved as gymnasium resolves it."""
+    source = fastvec.mujoco_models.assets_dir() / "hopper.xml"
+    text = source.read_text()
+    text = re.sub(r'<option integrator="RK4" timestep="0.002"/>', '<option integrator="RK4" timestep="0.002" gravity="0 0 -5"/>', text)
+    assert "gravity" in text
+    path = tmp_path / "light_hopper.xml"
+    path.write_text(text)
+    stats = run_side_by_side("Hopper-v5", steps=200, xml_file=str(path))
+    assert stats["ends"] >= 1
+    env, default = fastvec.make("Hopper-v5", 1, xml_file=str(path)), fastvec.make("Hopper-v5", 1)
+    env.reset(seed=0), default.reset(seed=0)
+    a = np.full((1, 3), 0.5)
+    assert not np.array_equal(env.step(a)[0], default.step(a)[0])
+
+
+def test_bare_names_are_gymnasium_s_assets(tmp_path):
+    """A bare name is a file of gymnasium's MuJoCo assets (Walker2d's older model), a path starting with '.' or
+    '/' is a path."""
+    run_side_by_side("Walker2d-v5", steps=100, xml_file="walker2d.xml")
+    shutil.copy(fastvec.mujoco_models.assets_dir() / "swimmer.xml", tmp_path / "swimmer.xml")
+    run_side_by_side("Swimmer-v5", steps=50, xml_file=str(tmp_path / "swimmer.xml"))
+
+
+def test_float32_actions_give_the_same_states_and_float64_costs():
+    """The deliberate difference: float32 actions reach MuJoCo as the same float64 controls (bit-identical
+    observations, terminations and positions), and fastvec's control cost is the float64 one. gymnasium's, under
+    NumPy 2, is rounded to float32 once per square, sum and product: the rewards differ by at most a few float32
+    ulps of the control cost, and fastvec's equal gymnasium's given the same actions as float64."""
+    n = 3
+    env = fastvec.make("HalfCheetah-v5", n)
+    ref = gym.make_vec("HalfCheetah-v5", n, vectorization_mode="sync")
+    ref64 = gym.make_vec("HalfCheetah-v5", n, vectorization_mode="sync")
+    env.reset(seed=1), ref.reset(seed=1), ref64.reset(seed=1)
+    rng = np.random.default_rng(1)
+    for t in range(200):
+        a = _actions(rng, env.single_action_space, n, np.float32)
+        o, r, term, trunc, info = env.step(a)
+        ro, rr, rterm, rtrunc, rinfo = ref.step(a)
+        r64 = ref64.step(a.astype(np.float64))
+        assert_same(o, ro, f"step {t} obs")
+        assert_same(term, rterm, f"step {t} terminated")
+        assert_same(info["x_position"], rinfo["x_position"], f"step {t} x_position")
+        assert_same(r, r64[1], f"step {t} reward vs float64 actions")
+        ctrl = -info["reward_ctrl"]
+        # float32 rounding of 6 squares, their sum and the product by the weight: < 8 ulps of float32.
+        assert np.all(np.abs(r - rr) <= 8 * np.spacing(np.float32(ctrl)).astype(np.float64) + 1e-300), t
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_actions_are_refused_and_the_pool_goes_on(bad):
+    env = fastvec.make("Hopper-v5", 2)
+    env.reset(seed=0)
+    a = np.zeros((2, 3))
+    a[1, 2] = bad
+    with pytest.raises(ValueError, match=r"actions must be finite, got .* for env row 1"):
+        env.step(a)
+    obs, *_ = env.step(np.zeros((2, 3)))
+    assert np.isfinite(obs).all()
+    env.close()
+
+
+def test_wrong_action_shapes_and_dtypes_are_refused():
+    env = fastvec.make("Ant-v5", 2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must have shape \(2, 8\), got \(2, 7\)"):
+        env.step(np.zeros((2, 7)))
+    with pytest.raises(TypeError, match="must be real numbers"):
+        env.step(np.zeros((2, 8), dtype=complex))
+    env.step(np.zeros((2, 8), dtype=np.int64))  # integers are real numbers
+    env.close()
+
+
+def test_huge_actions_are_handled_as_gymnasium_handles_them():
+    """Finite actions far out of range: MuJoCo clamps the controls, the control cost is of the actions given."""
+    env = fastvec.make("Swimmer-v5", 1)
+    ref = gym.make("Swimmer-v5")
+    obs, _ = env.reset(seed=4)
+    ref.reset(seed=4)
+    for a in ([1e6, -1e6], [1e200, 3.0], [-1e300, 1e300]):
+        o, r, *_ = env.step(np.array([a]))
+        with np.errstate(over="ignore"):  # gymnasium's np.square of 1e300 overflows (to the same inf)
+            ro, rr, *_ = ref.step(np.array(a))
+        assert_same(o[0], ro, f"obs after {a}")
+        assert_same(r[0], np.float64(rr), f"reward after {a}")
+    env.close()
+
+
+def test_an_unstable_simulation_is_reported_as_gymnasium_reports_it(tmp_path):
+    """An initial state far out of bounds: MuJoCo's own warning (on stderr and appended to MUJOCO_LOG.TXT in the
+    working directory), and the simulation reset by MuJoCo, in both; the envs go on from the same states. Each
+    side runs in its own process and directory (MuJoCo prints with C's stdio, flushed at exit)."""
+    program = """
+import numpy as np, sys
+if sys.argv[1] == "fastvec":
+    import fastvec
+    env = fastvec.make("Hopper-v5", 2, reset_noise_scale=1e11)
+else:
+    import gymnasium as gym
+    env = gym.make_vec("Hopper-v5", 2, vectorization_mode="sync", reset_noise_scale=1e11)
+obs, _ = env.reset(seed=7)
+for _ in range(3):
+    obs, reward, *_ = env.step(np.full((2, 3), 0.5))
+np.save(sys.argv[1] + ".npy", np.concatenate([obs.ravel(), reward]))
+"""
+    out = {}
+    for side in ("fastvec", "gymnasium"):
+        cwd = tmp_path / side
+        cwd.mkdir()
+        run = subprocess.run([sys.executable, "-c", program, side], cwd=cwd, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        log = (cwd / "MUJOCO_LOG.TXT").read_text()
+        out[side] = (
+            re.findall(r"WARNING: (.*)", run.stderr),
+            re.findall(r"WARNING [^:]*:\d\d:\d\d \d+: (.*)", log),
+            np.load(cwd / f"{side}.npy"),
+        )
+    printed, logged, values = out["fastvec"]
+    assert printed == out["gymnasium"][0] and logged == out["gymnasium"][1]
+    assert len(printed) == 2 and "Nan, Inf or huge value in QPOS" in printed[0], printed
+    assert printed == logged
+    assert_same(values, out["gymnasium"][2], "observations and rewards after the warnings")
+
+
+def test_unknown_and_mistyped_options_are_named():
+    with pytest.raises(TypeError, match=r"Hopper-v5 got an unexpected keyword argument 'healty_reward' \(accepted: .*healthy_reward"):
+        fastvec.make("Hopper-v5", 1, healty_reward=1.0)
+    with pytest.raises(TypeError, match="'healthy_z_range' must be a \\(low, high\\) pair"):
+        fastvec.make("Hopper-v5", 1, healthy_z_range=0.5)
+    with pytest.raises(TypeError, match="'healthy_z_range' must hold numbers"):
+        fastvec.make("Hopper-v5", 1, healthy_z_range=("a", 1.0))
+    with pytest.raises(ValueError, match="'healthy_z_range' must not hold NaN"):
+        fastvec.make("Hopper-v5", 1, healthy_z_range=(math.nan, 1.0))
+    with pytest.raises(TypeError, match="'xml_file' must be a path"):
+        fastvec.make("Hopper-v5", 1, xml_file=3)
+    with pytest.raises(TypeError, match="'main_body' must be an int or a name"):
+        fastvec.make("Ant-v5", 1, main_body=1.5)
+    with pytest.raises(ValueError, match="frame_skip must be an integer"):
+        fastvec.make("Ant-v5", 1, frame_skip=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'width'"):
+        fastvec.make("Ant-v5", 1, width=64)
+
+
+def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
+    missing = tmp_path / "nope.xml"
+    with pytest.raises(FileNotFoundError, match=re.escape(str(missing))):
+        fastvec.make("Hopper-v5", 1, xml_file=str(missing))
+    with pytest.raises(FileNotFoundError, match="no MuJoCo model file .*assets/nope.xml"):
+        fastvec.make("Hopper-v5", 1, xml_file="nope.xml")
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody><body></mujoco>")
+    with pytest.raises(ValueError, match=f"MuJoCo cannot load {re.escape(str(broken))}"):
+        fastvec.make("Hopper-v5", 1, xml_file=str(broken))
+    with pytest.raises(ValueError, match="is not a file"):
+        fastvec.make("Hopper-v5", 1, xml_file=str(tmp_path))
+    with pytest.raises(ValueError, match="no body named 'fingertip'"):
+        fastvec.make("Reacher-v5", 1, xml_file="hopper.xml")
+    with pytest.raises(ValueError, match="no body named 'nose'"):
+        fastvec.make("Ant-v5", 1, main_body="nose")
+    with pytest.raises(ValueError, match="main_body 99 is out of range"):
+        fastvec.make("Ant-v5", 1, main_body=99)
+    fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
+
+
+def test_pools_of_one_model_share_it_and_keep_their_own_states():
+    """Two pools of one model share the compiled model (each env has its own mjData) and do not disturb each
+    other: envs seeded alike are alike."""
+    a = fastvec.make("Humanoid-v5", 3, seed=0)
+    b = fastvec.make("Humanoid-v5", 2, seed=0)
+    oa, _ = a.reset()
+    ob, _ = b.reset()
+    np.testing.assert_array_equal(oa[:2], ob)
+    a.close(), b.close()
