@@ -8,6 +8,8 @@ import numpy as np
 has_atari: bool
 ale_py_version: str
 atari_kernels: str  # only when has_atari: "avx512" or "portable"
+has_mujoco: bool
+mujoco_version: str  # only when has_mujoco: the MuJoCo library's version string
 
 class EnvError(RuntimeError): ...
 
@@ -19,7 +21,7 @@ class Result:
     @property
     def obs(self) -> Any: ...  # an array, or a dict/tuple of arrays for composite spaces
     @property
-    def reward(self) -> np.ndarray: ...
+    def reward(self) -> np.ndarray: ...  # float32, or float64 for envs whose rewards are (MuJoCo's)
     @property
     def terminated(self) -> np.ndarray: ...
     @property
@@ -40,6 +42,14 @@ class Result:
     def final_info(self) -> dict[str, Any] | None: ...
 
 def native_envs() -> list[dict[str, Any]]: ...
+def loop_rate(
+    env: str,
+    options: dict[str, float],
+    string_options: dict[str, str],
+    range_options: dict[str, tuple[float, float]],
+    steps: int,
+    max_episode_steps: int,
+) -> float: ...
 def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool
 ) -> float: ...
@@ -62,6 +72,7 @@ class Pool:
         initial_threads: int = 0,
         envpool_info: bool = False,
         thread_affinity_offset: int = -1,
+        range_options: dict[str, tuple[float, float]] = ...,
     ) -> None: ...
     def spec(self) -> dict[str, Any]: ...
     @property

@@ -73,7 +73,10 @@ class NativeEnv(gym.Env):
         self.observation_space = self._pool.single_observation_space
         self.action_space = self._pool.single_action_space
         self.render_mode = render_mode
-        self.metadata = {"render_modes": render_modes(entry), "render_fps": render_fps(entry.id, entry.rom is not None)}
+        modes = render_modes(entry)
+        self.metadata = {"render_modes": modes}
+        if modes:  # (envs without frames have no frame rate)
+            self.metadata["render_fps"] = render_fps(entry.id, entry.rom is not None)
         # What gymnasium.make sets on the env it makes (and overwrites with its own): the spec that makes it again.
         self.spec = gym.envs.registration.EnvSpec(
             id=f"fastvec/{entry.id}",

@@ -49,8 +49,8 @@ from fastvec._args import (
     refuse_reset_options,
     reset_options,
 )
-from fastvec.registry import EnvEntry, lookup
 from fastvec.mujoco_models import model_path
+from fastvec.registry import EnvEntry, lookup
 from fastvec.roms import rom_path
 
 if TYPE_CHECKING:

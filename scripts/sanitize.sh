@@ -7,6 +7,7 @@
 #   scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/sanitize.sh thread tests/test_pool.py -k async   # other pytest arguments
 #   FASTVEC_ATARI=OFF scripts/sanitize.sh thread              # without the Atari backend (CI: faster build)
+#   FASTVEC_MUJOCO=OFF scripts/sanitize.sh thread             # without the MuJoCo backend
 #
 # Needs the test dependencies in the active Python (pip install ".[test]"),
 # cmake, ninja and g++. Exits non-zero on any sanitizer report.
@@ -20,6 +21,7 @@ case $kind in
   *) echo "sanitizer must be 'thread' or 'address', got '$kind'" >&2; exit 2 ;;
 esac
 atari=${FASTVEC_ATARI:-ON}
+mujoco=${FASTVEC_MUJOCO:-ON}
 if [ $# -eq 0 ]; then
   # The Python-env pool is Python code, but its workers load the sanitized module and its tests drive the
   # same API. Markers (pyproject.toml) leave out what cannot run here: tests too slow under a sanitizer
@@ -31,14 +33,15 @@ if [ $# -eq 0 ]; then
   else
     markers="$markers and not atari"
   fi
+  [ "$mujoco" = ON ] || markers="$markers and not mujoco"
   set -- "$@" -m "$markers"
 fi
 
-build=build/sanitize-$kind$([ "$atari" = ON ] || echo -noatari)
+build=build/sanitize-$kind$([ "$atari" = ON ] || echo -noatari)$([ "$mujoco" = ON ] || echo -nomujoco)
 python=$(command -v python)
 # Reuse an already-downloaded ALE sdist if a previous build left one.
 sdist=$(ls build/*/_ale/ale_py-*.tar.gz 2>/dev/null | head -n1 || true)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFASTVEC_SANITIZER="$kind" -DFASTVEC_ATARI="$atari" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFASTVEC_SANITIZER="$kind" -DFASTVEC_ATARI="$atari" -DFASTVEC_MUJOCO="$mujoco" \
   -DPython_EXECUTABLE="$python" -Dpybind11_DIR="$("$python" -m pybind11 --cmakedir)" \
   ${sdist:+-DFASTVEC_ALE_SDIST="$PWD/$sdist"} >/dev/null
 cmake --build "$build"

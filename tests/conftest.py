@@ -13,7 +13,6 @@ import pytest
 
 import fastvec
 
-
 # gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend.
 MUJOCO_IDS = (
     "Ant-v5",

@@ -17,6 +17,7 @@ import dm_env
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import MUJOCO_IDS
 
 import fastvec
 import fastvec.envpool as fe
@@ -349,12 +350,19 @@ def test_gymnasium_wrappers_wrap_it():
     env.close()
 
 
+@pytest.mark.mujoco
+def test_mujoco_ids_are_refused_with_what_to_use():
+    with pytest.raises(ValueError, match=r"does not make 'Hopper-v5'.*fastvec.make\('Hopper-v5', num_envs\)"):
+        fe.make_gymnasium("Hopper-v5", num_envs=2)
+    assert "Hopper-v5" in fastvec.list_envs() and "Hopper-v5" not in fe.list_all_envs()
+
+
 def test_make_spec_and_list_all_envs():
     spec = fe.make_spec("CartPole-v1", num_envs=4, max_episode_steps=100)
     assert spec.config.num_envs == 4 and spec.config.max_episode_steps == 100
     assert spec.observation_space == envpool.make_spec("CartPole-v1").observation_space
     assert spec.reward_threshold == envpool.make_spec("CartPole-v1").reward_threshold == 475.0
-    assert fe.list_all_envs() == fastvec.list_envs()
+    assert fe.list_all_envs() == [e for e in fastvec.list_envs() if e not in MUJOCO_IDS]
     classic = {"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"}
     assert classic <= set(fe.list_all_envs()) & set(envpool.list_all_envs())
 

@@ -63,7 +63,7 @@ from fastvec.vector import ClosedError
 
 CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared hung
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
-DOCUMENTED = (ValueError, TypeError, RuntimeError, EnvError, fastvec._core.EnvError)
+DOCUMENTED = (ValueError, TypeError, RuntimeError, FileNotFoundError, EnvError, fastvec._core.EnvError)
 
 FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
@@ -308,10 +308,12 @@ def _grad_tensor(rows: int, native: bool) -> tuple[Any, set]:
 
 
 def draw_actions(
-    data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool, valid: bool
+    data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool, valid: bool, exact: bool = False
 ) -> tuple[Any, set]:
     """Actions for ``rows`` (at most ``n + 1``: an env listed twice) of the pool's ``n`` envs, and the errors
-    they deserve (empty: valid). The draws are the same for any ``rows``."""
+    they deserve (empty: valid). The draws are the same for any ``rows``. ``exact``: the env takes float64
+    actions as they come (MuJoCo's), so a huge finite value is an action, not an overflow (and not drawn: its
+    control cost is an infinite reward, as gymnasium's)."""
     row = data.draw(st.integers(0, max(n - 1, 0)), label="row") % max(rows, 1)
     if isinstance(space, gym.spaces.Discrete):
         lo, k = int(space.start), int(space.n)
@@ -373,6 +375,8 @@ def draw_actions(
             return np.clip(arr, -1, 1).astype(np.float16), set()
         return arr.astype(np.float64 if form == "float64" else np.float32), set()
     kind = data.draw(BAD_BOX, label="bad actions")
+    if kind == "overflow" and exact:
+        kind = "inf"
     good = np.zeros(shape, np.float32)
     if kind == "tensor":
         return _grad_tensor(rows, native)
@@ -411,6 +415,8 @@ class PoolMachine(RuleBasedStateMachine):
     """Shared rules; subclasses say which pools to make (``_draw_config``) and which bad make calls to try."""
 
     native = True
+    exact_actions = False  # the envs take float64 actions as they come (see draw_actions)
+    reward_dtype = np.float32  # float64 for envs whose rewards are (MuJoCo's)
     fixed_pool = False  # costly pools (Atari, Python envs): a new one only after the old one is closed
     background_calls = 500  # calls a thread makes in the threaded rules (Atari steps are slow)
     sequences = 0  # sequences run (each is one instance), shrinking included
@@ -472,7 +478,7 @@ class PoolMachine(RuleBasedStateMachine):
         assert ((ids >= 0) & (ids < self.model.n)).all(), f"{what}: env_id out of range: {ids}"
         assert len(set(ids.tolist())) == rows, f"{what}: env_id not distinct: {ids}"
         if rew is not None:
-            assert rew.shape == (rows,) and rew.dtype == np.float32, f"{what}: reward {rew.dtype} {rew.shape}"
+            assert rew.shape == (rows,) and rew.dtype == self.reward_dtype, f"{what}: reward {rew.dtype} {rew.shape}"
             assert np.isfinite(rew).all(), f"{what}: reward not finite: {rew}"
             for name, flag in (("terminated", term), ("truncated", trunc)):
                 assert flag.shape == (rows,) and flag.dtype == np.bool_, f"{what}: {name} {flag.dtype} {flag.shape}"
@@ -912,7 +918,7 @@ class PoolMachine(RuleBasedStateMachine):
         errors: set = set()
         env_id = None
         if kind in ("all", "bad actions"):
-            actions, errors = draw_actions(data, space, m.n, m.n, self.native, kind == "all")
+            actions, errors = draw_actions(data, space, m.n, m.n, self.native, kind == "all", self.exact_actions)
             errors = set(errors)
             if not m.sync:
                 errors.add(ValueError)
@@ -930,7 +936,7 @@ class PoolMachine(RuleBasedStateMachine):
             else:
                 env_id, rows = self._draw_ids(data, kind == "with env_id")
                 errors |= self._id_errors(env_id)
-            actions, action_errors = draw_actions(data, space, m.n, rows, self.native, True)
+            actions, action_errors = draw_actions(data, space, m.n, rows, self.native, True, self.exact_actions)
             errors |= action_errors
         what = f"step({_short(actions)}, env_id={_short(env_id)})"
         self._step(actions, env_id, errors, what)
@@ -949,7 +955,9 @@ class PoolMachine(RuleBasedStateMachine):
         if all_envs:
             env_id, rows = None, m.n
         valid_actions = data.draw(st.integers(0, 3), label="actions valid?") > 0
-        actions, errors = draw_actions(data, self.env.single_action_space, m.n, rows, self.native, valid_actions)
+        actions, errors = draw_actions(
+            data, self.env.single_action_space, m.n, rows, self.native, valid_actions, self.exact_actions
+        )
         errors = set(errors) | self._id_errors(np.arange(m.n) if all_envs else env_id)
         what = f"send({_short(actions)}, {_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.send(actions, env_id), self._closed_errors(errors))
@@ -1015,7 +1023,7 @@ class PoolMachine(RuleBasedStateMachine):
         space = self.env.single_action_space
         for _ in range(count):
             self.ops_since_make += 1
-            actions, _ = draw_actions(data, space, m.n, m.n, self.native, True)
+            actions, _ = draw_actions(data, space, m.n, m.n, self.native, True, self.exact_actions)
             send_all = data.draw(st.booleans(), label="send every idle env?")
             first = data.draw(st.integers(0, m.n - 1), label="else from")
             rest = data.draw(st.integers(0, 3), label="recv_rest if it may?") == 0
@@ -1053,7 +1061,7 @@ class PoolMachine(RuleBasedStateMachine):
                 for _ in range(self.background_calls):
                     obs, rew, term, trunc, info = work()
                     check_obs(space, obs, len(rew), "a step on another thread")
-                    assert np.isfinite(rew).all() and rew.dtype == np.float32
+                    assert np.isfinite(rew).all() and rew.dtype == self.reward_dtype
             except BaseException as exc:
                 outcomes.append(exc)
 
@@ -1305,6 +1313,65 @@ class NativeClassicMachine(PoolMachine):
         return _common_bad_make(data, env_id, n, {"backend": data.draw(st.sampled_from(["auto", "native"]))})
 
 
+class MujocoMachine(PoolMachine):
+    """Native MuJoCo pools (float64 observations, actions and rewards; info with masks): Hopper, which terminates
+    often, and InvertedPendulum, which terminates at once, with some of their options."""
+
+    native = True
+    exact_actions = True
+    reward_dtype = np.float64
+    background_calls = 100
+
+    def _draw_config(self, data):
+        env_id = data.draw(st.sampled_from(["Hopper-v5", "InvertedPendulum-v5"]), label="env")
+        n = data.draw(st.integers(1, 6), label="num_envs")
+        kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
+        batch = draw_batch_size(data, n)
+        if batch is not None:
+            kwargs["batch_size"] = batch
+        divisors = [d for d in range(1, n + 1) if n % d == 0 and (batch or n) % d == 0]
+        for name, strategy in (
+            ("num_threads", st.integers(1, 3)),
+            ("block_size", st.sampled_from(divisors)),
+            ("max_episode_steps", st.integers(1, 30)),
+            ("seed", st.integers(0, 2**64 - 2**16)),
+            ("frame_skip", st.integers(1, 6)),
+            ("reset_noise_scale", st.floats(0.0, 0.5)),
+        ):
+            value = data.draw(st.one_of(st.none(), strategy), label=name)
+            if value is not None:
+                kwargs[name] = value
+        if env_id == "Hopper-v5":
+            if data.draw(st.booleans(), label="set healthy_z_range"):
+                kwargs["healthy_z_range"] = tuple(sorted(data.draw(st.tuples(st.floats(0, 2), st.floats(0, 2)))))
+            if data.draw(st.booleans(), label="set terminate_when_unhealthy"):
+                kwargs["terminate_when_unhealthy"] = data.draw(st.booleans())
+        return env_id, n, kwargs
+
+    def _draw_bad_make(self, data):
+        n = data.draw(st.integers(1, 4), label="num_envs")
+        if data.draw(st.booleans(), label="bad option?"):
+            name, value, error = data.draw(
+                st.sampled_from(
+                    [
+                        ("frame_skip", 0, ValueError),
+                        ("frame_skip", 1.5, ValueError),
+                        ("healthy_z_range", 0.5, TypeError),
+                        ("healthy_z_range", (0.5,), TypeError),
+                        ("healthy_z_range", (float("nan"), 1.0), ValueError),
+                        ("healthy_z_range", ("a", 1.0), TypeError),
+                        ("reset_noise_scale", float("inf"), ValueError),
+                        ("xml_file", "no-such-model.xml", FileNotFoundError),
+                        ("xml_file", 3, TypeError),
+                        ("healty_reward", 1.0, TypeError),
+                    ]
+                ),
+                label="bad MuJoCo option",
+            )
+            return ("Hopper-v5", n), {name: value}, {error}
+        return _common_bad_make(data, "Hopper-v5", n, {})
+
+
 class AtariMachine(PoolMachine):
     native = True
     fixed_pool = True
@@ -1429,6 +1496,12 @@ def test_native_classic_pools():
 @pytest.mark.atari
 def test_native_atari_pool():
     _run(AtariMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 20)
+
+
+@pytest.mark.timeout(_TIMEOUT)
+@pytest.mark.mujoco
+def test_native_mujoco_pools():
+    _run(MujocoMachine, max(1, _EXAMPLES // 4) if _EXAMPLES else 60, 30)
 
 
 @pytest.mark.timeout(_TIMEOUT)

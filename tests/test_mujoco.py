@@ -21,9 +21,9 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import MUJOCO_IDS
 
 import fastvec
-from conftest import MUJOCO_IDS
 
 pytestmark = pytest.mark.mujoco
 
@@ -32,6 +32,7 @@ pytestmark = pytest.mark.mujoco
 def _in_tmp_path(tmp_path, monkeypatch):
     """MuJoCo appends its warnings to MUJOCO_LOG.TXT in the working directory: not the checkout's."""
     monkeypatch.chdir(tmp_path)
+
 
 # Each env's episode limit crossed at least once by every pool below (Pusher and Reacher: several times).
 STEPS = 1050
@@ -46,7 +47,9 @@ def assert_same(got: object, want: object, what: str) -> None:
     """Equal dtype, shape and bits (an object array, as gymnasium's final_obs: element by element)."""
     got, want = np.asarray(got), np.asarray(want)
     if want.dtype == object:
-        assert got.dtype == object and got.shape == want.shape, f"{what}: {got.dtype} {got.shape} vs object {want.shape}"
+        assert got.dtype == object and got.shape == want.shape, (
+            f"{what}: {got.dtype} {got.shape} vs object {want.shape}"
+        )
         for i, (x, y) in enumerate(zip(got, want, strict=True)):
             assert (x is None) == (y is None), f"{what}[{i}]: {x!r} vs {y!r}"
             if y is not None:
@@ -87,7 +90,13 @@ def run_side_by_side(
     """Steps fastvec's pool and gymnasium's SyncVectorEnv over the same envs with the same seeds and actions and
     asserts every output bit-identical; returns what happened (episode ends)."""
     env = fastvec.make(env_id, n, autoreset_mode=mode, **kwargs)
-    ref = gym.make_vec(env_id, n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode[mode.upper()]}, **kwargs)
+    ref = gym.make_vec(
+        env_id,
+        n,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode[mode.upper()]},
+        **kwargs,
+    )
     try:
         obs, info = env.reset(seed=seed)
         ref_obs, ref_info = ref.reset(seed=seed)
@@ -176,11 +185,17 @@ OPTION_CASES = [
     ("Hopper-v5", {"healthy_z_range": (0.5, 2.0), "healthy_angle_range": (-0.5, 0.5), "healthy_reward": 2.0}),
     ("Hopper-v5", {"healthy_state_range": (-5.0, 5.0), "terminate_when_unhealthy": False, "frame_skip": 8}),
     ("Hopper-v5", {"exclude_current_positions_from_observation": False, "reset_noise_scale": 0.05}),
-    ("Humanoid-v5", {"contact_cost_range": (-math.inf, 5.0), "contact_cost_weight": 1e-6, "healthy_z_range": (0.8, 2.1)}),
+    (
+        "Humanoid-v5",
+        {"contact_cost_range": (-math.inf, 5.0), "contact_cost_weight": 1e-6, "healthy_z_range": (0.8, 2.1)},
+    ),
     ("Humanoid-v5", {"include_cinert_in_observation": False, "include_cvel_in_observation": False}),
     ("Humanoid-v5", {"include_qfrc_actuator_in_observation": False, "include_cfrc_ext_in_observation": False}),
     ("Humanoid-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
-    ("HumanoidStandup-v5", {"impact_cost_range": (-math.inf, 1.0), "impact_cost_weight": 1e-6, "ctrl_cost_weight": 0.2}),
+    (
+        "HumanoidStandup-v5",
+        {"impact_cost_range": (-math.inf, 1.0), "impact_cost_weight": 1e-6, "ctrl_cost_weight": 0.2},
+    ),
     ("HumanoidStandup-v5", {"include_cinert_in_observation": False, "reset_noise_scale": 0.05}),
     ("InvertedDoublePendulum-v5", {"healthy_reward": 5.0, "reset_noise_scale": 0.2}),
     ("InvertedPendulum-v5", {"reset_noise_scale": 0.1, "frame_skip": 4}),
@@ -223,7 +238,11 @@ def test_a_user_model_of_the_same_robot(tmp_path):
     """xml_file: a modified Hopper (lighter torso, less gravity), resolved as gymnasium resolves it."""
     source = fastvec.mujoco_models.assets_dir() / "hopper.xml"
     text = source.read_text()
-    text = re.sub(r'<option integrator="RK4" timestep="0.002"/>', '<option integrator="RK4" timestep="0.002" gravity="0 0 -5"/>', text)
+    text = re.sub(
+        r'<option integrator="RK4" timestep="0.002"/>',
+        '<option integrator="RK4" timestep="0.002" gravity="0 0 -5"/>',
+        text,
+    )
     assert "gravity" in text
     path = tmp_path / "light_hopper.xml"
     path.write_text(text)
@@ -328,7 +347,9 @@ np.save(sys.argv[1] + ".npy", np.concatenate([obs.ravel(), reward]))
     for side in ("fastvec", "gymnasium"):
         cwd = tmp_path / side
         cwd.mkdir()
-        run = subprocess.run([sys.executable, "-c", program, side], cwd=cwd, capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", program, side], cwd=cwd, capture_output=True, text=True, timeout=120
+        )
         assert run.returncode == 0, run.stderr
         log = (cwd / "MUJOCO_LOG.TXT").read_text()
         out[side] = (
@@ -344,7 +365,9 @@ np.save(sys.argv[1] + ".npy", np.concatenate([obs.ravel(), reward]))
 
 
 def test_unknown_and_mistyped_options_are_named():
-    with pytest.raises(TypeError, match=r"Hopper-v5 got an unexpected keyword argument 'healty_reward' \(accepted: .*healthy_reward"):
+    with pytest.raises(
+        TypeError, match=r"Hopper-v5 got an unexpected keyword argument 'healty_reward' \(accepted: .*healthy_reward"
+    ):
         fastvec.make("Hopper-v5", 1, healty_reward=1.0)
     with pytest.raises(TypeError, match="'healthy_z_range' must be a \\(low, high\\) pair"):
         fastvec.make("Hopper-v5", 1, healthy_z_range=0.5)
@@ -366,7 +389,7 @@ def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
     missing = tmp_path / "nope.xml"
     with pytest.raises(FileNotFoundError, match=re.escape(str(missing))):
         fastvec.make("Hopper-v5", 1, xml_file=str(missing))
-    with pytest.raises(FileNotFoundError, match="no MuJoCo model file .*assets/nope.xml"):
+    with pytest.raises(FileNotFoundError, match=r"no MuJoCo model file .*assets/nope\.xml"):
         fastvec.make("Hopper-v5", 1, xml_file="nope.xml")
     broken = tmp_path / "broken.xml"
     broken.write_text("<mujoco><worldbody><body></mujoco>")
@@ -392,3 +415,34 @@ def test_pools_of_one_model_share_it_and_keep_their_own_states():
     ob, _ = b.reset()
     np.testing.assert_array_equal(oa[:2], ob)
     a.close(), b.close()
+
+
+def test_gymnasium_make_gives_one_env_as_gymnasium_s():
+    """gymnasium.make("fastvec/Hopper-v5"): one env whose episodes are gymnasium's Hopper-v5's (TimeLimit, the
+    reset and step infos as dicts), also through gymnasium's sync and async vector envs."""
+    ours, ref = gym.make("fastvec/Hopper-v5"), gym.make("Hopper-v5")
+    rng = np.random.default_rng(5)
+    for episode in range(3):
+        obs, info = ours.reset(seed=episode)
+        want, want_info = ref.reset(seed=episode)
+        assert_same(obs, want, "reset obs")
+        assert info.keys() == want_info.keys() and all(info[k] == want_info[k] for k in info)
+        for t in range(1000):
+            a = _actions(rng, ours.action_space, 1)[0]
+            obs, reward, term, trunc, info = ours.step(a)
+            want, want_reward, want_term, want_trunc, want_info = ref.step(a)
+            assert_same(obs, want, f"episode {episode} step {t} obs")
+            assert_same(np.float64(reward), np.float64(want_reward), f"episode {episode} step {t} reward")
+            assert (term, trunc) == (want_term, want_trunc)
+            assert info.keys() == want_info.keys() and all(np.array_equal(info[k], want_info[k]) for k in info)
+            if term or trunc:
+                break
+    ours.close(), ref.close()
+    for mode in ("sync", "async"):
+        vec = gym.make_vec("fastvec/Hopper-v5", 2, vectorization_mode=mode)
+        ref_vec = gym.make_vec("Hopper-v5", 2, vectorization_mode=mode)
+        assert_same(vec.reset(seed=1)[0], ref_vec.reset(seed=1)[0], f"{mode} reset")
+        a = np.full((2, 3), 0.2)
+        for t in range(20):
+            assert_same(vec.step(a)[0], ref_vec.step(a)[0], f"{mode} step {t}")
+        vec.close(), ref_vec.close()

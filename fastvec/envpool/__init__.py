@@ -178,20 +178,28 @@ def _state_fields(spec: EnvPoolSpec) -> tuple[str, ...]:
 
 
 def list_all_envs() -> list[str]:
-    """The ids ``make`` takes: the ones fastvec runs natively (``fastvec.list_envs()``)."""
-    return list_envs()
+    """The ids ``make`` takes: the classic-control and Atari ids fastvec runs natively (not its MuJoCo ones, whose
+    EnvPool conventions (info keys, float32 rewards, options) the front door does not speak)."""
+    return [e for e in list_envs() if lookup(e).family != "mujoco"]
 
 
 def _entry(task_id: Any) -> EnvEntry:
     if not isinstance(task_id, str):
         raise TypeError(f"task_id must be a str, got {type(task_id).__name__} {task_id!r}")
     try:
-        return lookup(task_id)
+        entry = lookup(task_id)
     except ValueError as e:
         raise ValueError(
             f"{e}. fastvec.envpool makes the envs fastvec runs natively (envpool.list_all_envs()); for any other "
             "gymnasium env use fastvec.make, which runs it in worker processes"
         ) from None
+    if entry.family == "mujoco":
+        raise ValueError(
+            f"fastvec.envpool does not make {task_id!r}: its MuJoCo envs follow gymnasium's conventions, not "
+            f"EnvPool's (info keys, float32 rewards, options); use fastvec.make({task_id!r}, num_envs), whose envs "
+            "are gymnasium's v5 envs bit for bit"
+        )
+    return entry
 
 
 def _config(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, Any]:
