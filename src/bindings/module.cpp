@@ -546,6 +546,22 @@ class NativePool {
     return out;
   }
 
+  // A writable numpy array of `dtype` viewing `data` (C-contiguous when `strides` is null), owned by `owner`.
+  // numpy's C API directly: pybind11's constructors build shape and stride vectors, a few hundred
+  // nanoseconds an array, and a step returns one array per field.
+  static py::object view(const py::dtype& dtype, int nd, const py::ssize_t* shape, const py::ssize_t* strides,
+                         void* data, const py::handle& owner) {
+    auto& api = py::detail::npy_api::get();
+    PyObject* arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, dtype.inc_ref().ptr(), nd, shape, strides, data,
+                                              py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr);  // steals dtype
+    if (arr == nullptr) throw py::error_already_set();
+    if (api.PyArray_SetBaseObject_(arr, owner.inc_ref().ptr()) != 0) {  // steals owner
+      Py_DECREF(arr);
+      throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::object>(arr);
+  }
+
   // A Result of numpy arrays viewing the batch, which stays alive (and
   // unrecycled) while any of them does. The env's int32 info values
   // (spec.info_names) become info[name] columns; in same-step mode the
@@ -556,10 +572,11 @@ class NativePool {
                       [](void* p) { delete static_cast<std::shared_ptr<Batch>*>(p); });
     auto vec = [&](auto* ptr) {
       using T = std::remove_pointer_t<decltype(ptr)>;
-      return py::array_t<T>({rows}, {static_cast<py::ssize_t>(sizeof(T))}, ptr, owner);
+      return view(py::dtype::of<T>(), 1, &rows, nullptr, ptr, owner);
     };
     std::vector<py::ssize_t> obs_shape = obs_shape_;
     obs_shape[0] = rows;
+    const int obs_nd = static_cast<int>(obs_shape.size());
     // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size). `mask`: one
     // for every field (final_info's), or None: the row's own (Spec::info_masks) or none.
     // As gymnasium's vector envs, a key that no row has is left out (a reset's info lacks a step's keys).
@@ -575,8 +592,8 @@ class NativePool {
       for (const InfoColumn& c : info_columns_) {
         if (!(c.at_reset ? any_info : any_step)) continue;
         const py::ssize_t item = c.dtype.itemsize();
-        into[c.key] = c.size == 1 ? py::array(c.dtype, {rows}, {info_row_bytes_}, p + c.offset, owner)
-                                  : py::array(c.dtype, {rows, c.size}, {info_row_bytes_, item}, p + c.offset, owner);
+        const py::ssize_t shape[2] = {rows, c.size}, strides[2] = {info_row_bytes_, item};
+        into[c.key] = view(c.dtype, c.size == 1 ? 1 : 2, shape, strides, p + c.offset, owner);
         if (!mask.is_none()) {
           into[c.mask_key] = mask;
         } else if (info_masks_) {
@@ -605,14 +622,14 @@ class NativePool {
       ep_return = vec(b->episode_return());
       ep_length = vec(b->episode_length());
       if (b->layout().with_final_obs) {
-        final_obs = py::array(obs_dtype_, obs_shape, {}, b->final_obs(0), owner);
+        final_obs = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
         py::dict finals;
         columns(b->final_info(0), finals, ended);
         final_info = finals;
       }
     }
-    py::object items[] = {py::array(obs_dtype_, obs_shape, {}, b->obs(0), owner),
-                          py::array(reward_dtype_, {rows}, {}, b->reward_bytes(), owner),
+    py::object items[] = {view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->obs(0), owner),
+                          view(reward_dtype_, 1, &rows, nullptr, b->reward_bytes(), owner),
                           vec(b->terminated()), vec(b->truncated()), env_id, ended, ep_return, ep_length,
                           final_obs, info, final_info};
     static_assert(std::size(items) == kNumResultFields);
