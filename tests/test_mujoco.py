@@ -403,6 +403,8 @@ def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
         fastvec.make("Ant-v5", 1, main_body="nose")
     with pytest.raises(ValueError, match="main_body 99 is out of range"):
         fastvec.make("Ant-v5", 1, main_body=99)
+    with pytest.raises(ValueError, match=f"main_body {10**30} is out of range"):
+        fastvec.make("Ant-v5", 1, main_body=10**30)
     fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
 
 

@@ -2,6 +2,7 @@
 // Ant-v5, a port of gymnasium/envs/mujoco/ant_v5.py.
 
 #include <array>
+#include <climits>
 
 #include "envs/mujoco/simulation.hpp"
 
@@ -124,7 +125,7 @@ class Ant {
   static int main_body(const Simulation& sim, const std::string& body) {
     const bool index = !body.empty() && body.find_first_not_of("0123456789") == std::string::npos;
     if (!index) return sim.body(body.c_str());
-    const long id = std::stol(body);
+    const long long id = body.size() > 18 ? LLONG_MAX : std::stoll(body);
     if (id >= sim.model().nbody)
       throw std::invalid_argument("main_body " + body + " is out of range: the model has " +
                                   std::to_string(sim.model().nbody) + " bodies");
