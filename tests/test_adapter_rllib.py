@@ -338,6 +338,39 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
         ray.shutdown()
 
 
+@pytest.mark.mujoco
+def test_ppo_trains_on_half_cheetah(local_ray):
+    """MuJoCo (float64 observations and rewards, float32 Box actions, infos with masks): PPO with
+    configure(config, "HalfCheetah-v5", ...) samples from FastvecEnvRunner's fast path, finishes episodes (cut at
+    50 steps) and updates the weights."""
+    from fastvec.adapters.rllib import FastvecEnvRunner
+
+    config = (
+        bare_ppo_config()
+        .framework("torch")
+        .debugging(seed=0)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=2)
+        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
+        .env_runners(num_env_runners=0, rollout_fragment_length="auto")
+    )
+    configure(config, "HalfCheetah-v5", num_envs=4, num_threads=1, max_episode_steps=50)
+    algo = config.build_algo()
+    try:
+        runner = algo.env_runner
+        assert isinstance(runner, FastvecEnvRunner) and runner._fallback_reason is None
+        facts = runner_facts(algo)[0]
+        assert (facts["module"], facts["class"], facts["num_envs"]) == ("fastvec.vector", "VectorEnv", 4)
+        assert facts["obs"].dtype == np.float64 and facts["obs"].shape == (4, 17)
+        before = algo.learner_group.get_weights()["default_policy"]
+        results = [algo.train()["env_runners"] for _ in range(2)]
+        after = algo.learner_group.get_weights()["default_policy"]
+    finally:
+        algo.stop()
+    assert sum(r["num_env_steps_sampled"] for r in results) >= 2 * 256
+    assert sum(r["num_episodes"] for r in results) >= 8 and np.isfinite(results[-1]["episode_return_mean"])
+    assert any(not np.array_equal(before[k], after[k]) for k in before)
+
+
 # -- RLlib's old API stack ---------------------------------------------------
 
 

@@ -448,3 +448,159 @@ def test_dict_and_tuple_actions_as_per_env_lists_or_batched(kind):
     assert ours.step(per_env)[0].shape == (n, 4)  # still usable
     ours.close()
     ref.close()
+
+
+# -- MuJoCo: float64 observations and rewards, float32 Box actions, infos with masks -----------------------------
+
+
+def assert_same_info(ours: dict, theirs: dict, where: str) -> None:
+    """One env's info dict as DummyVecEnv gives it: the same keys and values (numpy scalars or Python numbers
+    alike; arrays with their dtype), the terminal observation included; Monitor's ``episode`` without its clock."""
+    assert ours.keys() == theirs.keys(), (where, sorted(ours), sorted(theirs))
+    for key, want in theirs.items():
+        got = ours[key]
+        if key == "episode":
+            assert (got["r"], got["l"]) == (want["r"], want["l"]), (where, got, want)
+        elif isinstance(want, np.ndarray):
+            assert isinstance(got, np.ndarray) and got.dtype == want.dtype, (where, key, got, want)
+            np.testing.assert_array_equal(got, want, err_msg=f"{where}: {key}")
+        else:
+            assert got == want and not isinstance(got, np.ndarray), (where, key, got, want)
+
+
+class CopiedInfo(gym.Wrapper):
+    """The env's info arrays copied when it returns them. gymnasium's Humanoid puts views of its MjData in its infos
+    (tendon_length, tendon_velocity), which the env's next step or reset overwrites: DummyVecEnv's info of a
+    finished episode shows the new episode's tendons. fastvec's infos hold each step's values."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, _copied(info)
+
+    def step(self, action):
+        *result, info = self.env.step(action)
+        return (*result, _copied(info))
+
+
+def _copied(info: dict) -> dict:
+    return {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in info.items()}
+
+
+# Episode limits under which uniformly random actions end episodes both terminated and truncated.
+MUJOCO_LIMITS = {"Hopper-v5": 20, "Humanoid-v5": 22, "InvertedPendulum-v5": 5}
+
+
+@pytest.mark.parametrize("env_id", list(MUJOCO_LIMITS))
+def test_mujoco_infos_per_env_as_dummy_vec_env_gives_them(env_id):
+    """fastvec's MuJoCo envs and DummyVecEnv over gymnasium's (both with Monitor, as make_vec_env wraps them),
+    seeded alike and given the same actions, agree step for step: observations, rewards, dones, each env's info
+    (the env's own keys, Humanoid's tendon arrays, InvertedPendulum's integer reward_survive; terminal_observation,
+    TimeLimit.truncated and Monitor's episode at the ends, which come terminated and truncated) and reset_infos.
+    The actions are float64: given float32 ones gymnasium computes its control costs in float32, fastvec in float64
+    (tests/test_mujoco.py holds that difference)."""
+    n, limit = 4, MUJOCO_LIMITS[env_id]
+    ours = fastvec.sb3_vec(env_id, n, max_episode_steps=limit)
+    theirs = DummyVecEnv([lambda: Monitor(CopiedInfo(gym.make(env_id, max_episode_steps=limit))) for _ in range(n)])
+    assert ours.observation_space == theirs.observation_space and ours.action_space == theirs.action_space
+    assert ours.seed(7) == theirs.seed(7)
+    np.testing.assert_array_equal(ours.reset(), theirs.reset())
+    for i in range(n):
+        assert_same_info(ours.reset_infos[i], theirs.reset_infos[i], f"reset, env {i}")
+    space = ours.action_space
+    rng = np.random.default_rng(0)
+    ends = {True: 0, False: 0}  # by TimeLimit.truncated
+    for t in range(100):
+        actions = rng.uniform(space.low, space.high, (n, *space.shape))
+        o1, r1, d1, i1 = ours.step(actions)
+        o2, r2, d2, i2 = theirs.step(actions)
+        assert o1.dtype == o2.dtype == np.float64
+        np.testing.assert_array_equal(o1, o2, err_msg=f"step {t}")
+        # float64 rewards as gymnasium's envs return them (and SubprocVecEnv stacks them); DummyVecEnv's buffer
+        # holds float32 ones
+        assert r1.dtype == np.float64 and r2.dtype == np.float32
+        np.testing.assert_array_equal(r1.astype(np.float32), r2, err_msg=f"step {t}")
+        np.testing.assert_array_equal(d1, d2, err_msg=f"step {t}")
+        for i in range(n):
+            assert_same_info(i1[i], i2[i], f"step {t}, env {i}")
+            assert_same_info(ours.reset_infos[i], theirs.reset_infos[i], f"reset_infos after step {t}, env {i}")
+            if d2[i]:
+                ends[i2[i]["TimeLimit.truncated"]] += 1
+    assert min(ends.values()) >= n, ends
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.mujoco
+@pytest.mark.parametrize("wrapper", [VecNormalize, VecMonitor])
+def test_mujoco_under_wrappers_as_dummy_vec_env(wrapper):
+    """VecNormalize (observations, rewards and terminal observations normalized) and VecMonitor over fastvec's
+    Hopper give what they give over DummyVecEnv: the same observations and flags; rewards and returns within
+    float32 rounding (fastvec's rewards are float64, DummyVecEnv's float32)."""
+    n, limit = 4, MUJOCO_LIMITS["Hopper-v5"]
+    ours = wrapper(fastvec.sb3_vec("Hopper-v5", n, monitor=False, max_episode_steps=limit))
+    theirs = wrapper(DummyVecEnv([lambda: gym.make("Hopper-v5", max_episode_steps=limit) for _ in range(n)]))
+    ours.seed(3), theirs.seed(3)
+    np.testing.assert_array_equal(ours.reset(), theirs.reset())
+    rng = np.random.default_rng(1)
+    ends = {True: 0, False: 0}  # by TimeLimit.truncated
+    for t in range(150):
+        actions = rng.uniform(-1, 1, (n, 3))
+        o1, r1, d1, i1 = ours.step(actions)
+        o2, r2, d2, i2 = theirs.step(actions)
+        assert o1.dtype == o2.dtype
+        np.testing.assert_array_equal(o1, o2, err_msg=f"step {t}")
+        np.testing.assert_allclose(r1, r2, rtol=1e-6, err_msg=f"step {t}")
+        np.testing.assert_array_equal(d1, d2, err_msg=f"step {t}")
+        for a, b in zip(i1, i2, strict=True):
+            assert a.keys() == b.keys()
+            if "terminal_observation" in b:
+                ends[b["TimeLimit.truncated"]] += 1
+                np.testing.assert_array_equal(a["terminal_observation"], b["terminal_observation"])
+                assert a["TimeLimit.truncated"] == b["TimeLimit.truncated"]
+            if "episode" in b:
+                assert a["episode"]["l"] == b["episode"]["l"]
+                np.testing.assert_allclose(a["episode"]["r"], b["episode"]["r"], rtol=1e-6)
+    assert min(ends.values()) >= n, ends
+    if wrapper is VecNormalize:
+        np.testing.assert_allclose(ours.obs_rms.mean, theirs.obs_rms.mean, rtol=1e-9)
+        np.testing.assert_allclose(ours.ret_rms.var, theirs.ret_rms.var, rtol=1e-5)
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.mujoco
+def test_sac_learns_on_half_cheetah():
+    """SAC("MlpPolicy", fastvec.sb3_vec("HalfCheetah-v5", 4)): a short run (episodes cut at 100 steps) updates the
+    policy, stores float64 observations, marks the truncations as timeouts (from TimeLimit.truncated) and logs
+    Monitor's episodes."""
+    import torch
+    from stable_baselines3 import SAC
+
+    torch.set_num_threads(1)
+    env = fastvec.sb3_vec("HalfCheetah-v5", 4, seed=0, max_episode_steps=100)
+    model = SAC(
+        "MlpPolicy",
+        env,
+        buffer_size=2_000,
+        batch_size=64,
+        learning_starts=100,
+        policy_kwargs={"net_arch": [32, 32]},
+        seed=0,
+        device="cpu",
+    )
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(800)
+    assert model.num_timesteps == 800
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+    buffer = model.replay_buffer
+    assert buffer.observations.dtype == np.float64 and buffer.pos == 200
+    # each env's episodes end at steps 100 and 200: truncated, so timeouts, which SAC bootstraps through
+    assert buffer.dones[:200].sum() == buffer.timeouts[:200].sum() == 8
+    # a step's next observation is the next step's observation, except where the episode ended: there SB3 stored
+    # the terminal observation, the next step starting the new episode
+    same = np.all(buffer.next_observations[:199] == buffer.observations[1:200], axis=-1)
+    np.testing.assert_array_equal(same, ~buffer.dones[:199].astype(bool))
+    assert len(model.ep_info_buffer) == 8 and all(info["l"] == 100 for info in model.ep_info_buffer)
+    action, _ = model.predict(env.reset(), deterministic=True)
+    assert action.shape == (4, 6) and np.all(np.abs(action) <= 1)
+    env.close()

@@ -788,3 +788,200 @@ def test_a_timeout_on_native_envs_returns_whole_batches(batch_size):
         assert len(rew) == len(ids) >= 1
     assert max(seen) == v.env.batch_size
     v.close()
+
+
+# -- MuJoCo: float64 observations and rewards, Box actions, infos with masks -------------------------------------
+
+# Episode limits under which uniformly random actions end episodes both terminated and truncated.
+MUJOCO_LIMITS = {"Hopper-v5": 20, "Humanoid-v5": 22}
+
+
+def mujoco_pair(env_id, n, **kw):
+    """fastvec's env and DummyVectorEnv over gymnasium's, with the same episode limit, seeded alike."""
+    limit = MUJOCO_LIMITS[env_id]
+    ours = fastvec.tianshou_venv(env_id, n, max_episode_steps=limit, **kw)
+    ref = DummyVectorEnv([lambda: gym.make(env_id, max_episode_steps=limit) for _ in range(n)])
+    assert ours.seed(3) == ref.seed(3)
+    return ours, ref
+
+
+def assert_same_infos(ours, ref, where):
+    """Each env's info dict as Tianshou's venv gives it: the same keys, values and array dtypes."""
+    assert ours.dtype == ref.dtype == object and len(ours) == len(ref), where
+    for a, b in zip(ours, ref, strict=True):
+        assert a.keys() == b.keys(), (where, sorted(a), sorted(b))
+        for key, want in b.items():
+            if isinstance(want, np.ndarray):
+                assert isinstance(a[key], np.ndarray) and a[key].dtype == want.dtype, (where, key)
+            np.testing.assert_array_equal(a[key], want, err_msg=f"{where}: {key}")
+
+
+def assert_same_mujoco_step(ours, ref, where):
+    for a, b in zip(ours[:4], ref[:4], strict=True):
+        assert a.dtype == b.dtype, (where, a.dtype, b.dtype)  # float64 observations and rewards, bool flags
+        np.testing.assert_array_equal(a, b, err_msg=where)
+    assert_same_infos(ours[4], ref[4], where)
+
+
+@pytest.mark.parametrize("env_id", list(MUJOCO_LIMITS))
+def test_mujoco_results_and_infos_as_dummy_vector_env(env_id):
+    """Partial steps in a random order, episodes ending terminated and truncated, and the resets of the finished
+    envs the Collector asks for: fastvec gives what DummyVectorEnv over gymnasium's env gives, infos included (the
+    step's keys, the reset's fewer ones, Humanoid's tendon arrays)."""
+    n = 5
+    ours, ref = mujoco_pair(env_id, n)
+    o1, i1 = ours.reset()
+    o2, i2 = ref.reset()
+    np.testing.assert_array_equal(o1, o2)
+    assert_same_infos(i1, i2, "reset")
+    space = ours.action_space[0]
+    rng = np.random.default_rng(0)
+    ends = {"terminated": 0, "truncated": 0}
+    for t in range(100):
+        ids = rng.permutation(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
+        actions = rng.uniform(space.low, space.high, (len(ids), *space.shape))
+        r1, r2 = ours.step(actions, ids), ref.step(actions, ids)
+        assert_same_mujoco_step(r1, r2, f"step {t}")
+        ends["terminated"] += int(r1[2].sum())
+        ends["truncated"] += int((r1[3] & ~r1[2]).sum())
+        done = ids[r1[2] | r1[3]]
+        if len(done):
+            o1, i1 = ours.reset(env_id=done)
+            o2, i2 = ref.reset(env_id=done)
+            np.testing.assert_array_equal(o1, o2)
+            assert_same_infos(i1, i2, f"reset after step {t}")
+    assert min(ends.values()) >= 3, ends
+    ours.close()
+
+
+@pytest.mark.mujoco
+def test_mujoco_in_async_mode_as_dummy_vector_env():
+    """batch_size=2 of 3 Hopper envs: whichever envs come back, each one's result (infos included) and its next
+    episode's first observation and reset info are the reference's for that env."""
+    n = 3
+    ours, ref = mujoco_pair("Hopper-v5", n, batch_size=2)
+    assert ours.is_async
+    o1, i1 = ours.reset()
+    o2, i2 = ref.reset()
+    np.testing.assert_array_equal(o1, o2)
+    assert_same_infos(i1, i2, "reset")
+    rng = np.random.default_rng(1)
+    ready, sent, ends = np.arange(n), {}, 0
+    for t in range(150):
+        actions = rng.uniform(-1, 1, (len(ready), 3))
+        sent.update(zip(ready.tolist(), actions, strict=True))
+        r1 = ours.step(actions, ready)
+        ready = np.array([i["env_id"] for i in r1[4]])
+        assert 1 <= len(ready) <= 2
+        r2 = ref.step(np.stack([sent.pop(e) for e in ready.tolist()]), ready)
+        assert_same_mujoco_step(r1, r2, f"step {t}")
+        done = ready[r1[2] | r1[3]]
+        if len(done):
+            ends += len(done)
+            o1, i1 = ours.reset(env_id=done)  # others are in flight: the pool already has these
+            o2, i2 = ref.reset(env_id=done)
+            np.testing.assert_array_equal(o1, o2)
+            assert_same_infos(i1, i2, f"reset after step {t}")
+    assert ends > 10
+    ours.close()
+
+
+class _SeededUniform(Policy):
+    """Uniform actions in [-1, 1] from its own seeded generator: the same actions for the same calls."""
+
+    def __init__(self, action_space, seed):
+        super().__init__(action_space=action_space)
+        self.rng = np.random.default_rng(seed)
+
+    def forward(self, batch, state=None, **kwargs):
+        return Batch(act=self.rng.uniform(-1, 1, (len(batch.obs), *self.action_space.shape)))
+
+
+@pytest.mark.mujoco
+def test_collector_collects_mujoco_episodes_as_from_dummy_vector_env():
+    """A Collector over fastvec's Hopper and one over DummyVectorEnv, with the same seeds and actions, collect the
+    same episodes (lengths, returns) into the same buffer: observations, next observations, float64 rewards,
+    flags and the envs' info keys."""
+    n, results = 4, []
+    for venv in mujoco_pair("Hopper-v5", n):
+        c = Collector[CollectStats](_SeededUniform(venv.action_space[0], 0), venv, VectorReplayBuffer(2000, n))
+        c.reset()
+        stats = c.collect(n_episode=12)
+        results.append((stats, c.buffer))
+        venv.close()
+    (ours, buf1), (ref, buf2) = results
+    assert ours.n_collected_episodes == ref.n_collected_episodes >= 12
+    np.testing.assert_array_equal(ours.lens, ref.lens)
+    np.testing.assert_array_equal(ours.returns, ref.returns)
+    assert len(buf1) == len(buf2) == ours.n_collected_steps == ref.n_collected_steps
+    assert buf1.truncated.any() and buf1.terminated.any()
+    for key in ("obs", "obs_next", "act", "rew", "terminated", "truncated", "done"):
+        a, b = getattr(buf1, key), getattr(buf2, key)
+        assert a.dtype == b.dtype, key
+        np.testing.assert_array_equal(a, b, err_msg=key)
+    assert buf1.obs.dtype == buf1.rew.dtype == np.float64
+    assert set(buf1.info.keys()) == set(buf2.info.keys()) >= {"x_position", "reward_ctrl", "env_id"}
+    for key in buf2.info.keys():
+        np.testing.assert_array_equal(buf1.info[key], buf2.info[key], err_msg=key)
+
+
+@pytest.mark.mujoco
+def test_sac_trains_on_half_cheetah():
+    """Tianshou 2.x SAC (its MuJoCo example's networks, smaller) on fastvec's HalfCheetah: random steps, then an
+    epoch of a few hundred steps and updates that change the actor; the test collector runs whole episodes."""
+    from tianshou.algorithm import SAC
+    from tianshou.algorithm.modelfree.sac import SACPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    train_envs = fastvec.tianshou_venv("HalfCheetah-v5", 4, seed=0, max_episode_steps=100)
+    test_envs = fastvec.tianshou_venv("HalfCheetah-v5", 2, seed=100, max_episode_steps=100)
+    space, obs_shape = train_envs.action_space[0], train_envs.observation_space[0].shape
+    assert space.shape == (6,) and obs_shape == (17,)
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=Net(state_shape=obs_shape, hidden_sizes=[32, 32]),
+        action_shape=space.shape,
+        unbounded=True,
+        conditioned_sigma=True,
+    )
+
+    def critic():
+        net = Net(state_shape=obs_shape, action_shape=space.shape, hidden_sizes=[32, 32], concat=True)
+        return ContinuousCritic(preprocess_net=net)
+
+    algo = SAC(
+        policy=SACPolicy(actor=actor, action_space=space),
+        policy_optim=AdamOptimizerFactory(lr=1e-3),
+        critic=critic(),
+        critic_optim=AdamOptimizerFactory(lr=1e-3),
+        critic2=critic(),
+        critic2_optim=AdamOptimizerFactory(lr=1e-3),
+    )
+    train_collector = Collector[CollectStats](algo, train_envs, VectorReplayBuffer(2000, 4), exploration_noise=True)
+    train_collector.reset()
+    train_collector.collect(n_step=200, random=True)
+    before = [p.detach().clone() for p in actor.parameters()]
+    result = algo.run_training(
+        OffPolicyTrainerParams(
+            training_collector=train_collector,
+            test_collector=Collector[CollectStats](algo, test_envs),
+            max_epochs=1,
+            epoch_num_steps=400,
+            collection_step_num_env_steps=4,
+            update_step_num_gradient_steps_per_sample=0.25,
+            test_step_num_episodes=2,
+            batch_size=64,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    assert result.train_step >= 400 and result.update_step >= 100 and np.isfinite(result.best_reward)
+    assert any(not torch.equal(a, b) for a, b in zip(before, actor.parameters(), strict=True))
+    buffer = train_collector.buffer
+    assert buffer.obs.dtype == buffer.rew.dtype == np.float64 and buffer.truncated.sum() >= 4
+    train_envs.close()
+    test_envs.close()

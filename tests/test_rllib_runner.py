@@ -189,6 +189,34 @@ def test_the_same_chunks_on_pong_with_its_infos(torch, runner_pair):
         assert_same_metrics(stock, fast)
 
 
+@pytest.mark.mujoco
+def test_the_same_chunks_on_hopper_with_its_infos(torch, runner_pair):
+    """MuJoCo: float64 observations and rewards, Box actions unsquashed, and infos as gymnasium's vector envs
+    batch them (a reset's keys in an episode's first info, the step's in the others, masked per env); Hopper's
+    episodes end within a call, so some chunks are whole episodes and others go on into the next call."""
+    stock, fast = runner_pair(ppo_config("Hopper-v5", 4, 2))
+    ids: dict[str, str] = {}
+    reset_keys = {"x_position", "z_distance_from_origin"}
+    step_keys = reset_keys | {"x_velocity", "reward_forward", "reward_ctrl", "reward_survive"}
+    terminated = continued = 0
+    for call in range(3):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=300)
+        assert_same_chunks(a, b, ids)
+        assert_same_metrics(stock, fast)
+        for eps in b:
+            assert eps.observations.data.dtype == eps.rewards.data.dtype == np.float64
+            assert eps.actions.data.dtype == np.float32 and eps.actions.data.shape[1:] == (3,)
+            infos, start = eps.infos.data, eps.infos.lookback  # (the lookback holds earlier steps' infos)
+            if eps.t_started == 0:
+                assert start == 0 and set(infos[0]) == reset_keys
+                start = 1
+            assert all(set(i) == step_keys for i in infos[start:])
+            assert all(type(v) is np.float64 for i in infos for v in i.values())
+            terminated += eps.is_terminated
+            continued += eps.t_started > 0
+    assert terminated > 8 and continued > 0
+
+
 def test_force_reset_and_a_changed_explore_flag(torch, runner_pair):
     stock, fast = runner_pair(ppo_config("CartPole-v1", 8, 2))
     ids: dict[str, str] = {}

@@ -117,8 +117,8 @@ class SB3VecEnv(VecEnv):
                 self.reset_infos[i], infos[i] = infos[i], finals[i]
                 d = infos[i]
                 d["terminal_observation"] = final_obs[i]
-                if self.monitor:
-                    d["episode"] = {"r": float(ep_return[i]), "l": int(ep_length[i]), "t": t}
+                if self.monitor:  # rounded as Monitor rounds its return and time
+                    d["episode"] = {"r": round(float(ep_return[i]), 6), "l": int(ep_length[i]), "t": t}
         for d, flag in zip(infos, (truncated & ~terminated).tolist(), strict=True):
             d["TimeLimit.truncated"] = flag  # on every step, as SB3's VecEnvs set it
         return obs, reward, dones, infos
