@@ -8,12 +8,8 @@
 
 namespace fastvec::envs::mujoco {
 
-class Ant {
+class Ant : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options(
@@ -36,15 +32,14 @@ class Ant {
             step_field("reward_ctrl"),    step_field("reward_contact"), step_field("reward_survive")};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     const int64_t size = m->nq + m->nv - 2 * o.flag("exclude_current_positions_from_observation") +
                          (m->nbody - 1) * 6 * o.flag("include_cfrc_ext_in_observation");
     return simulation_spec(*m, size, info(), 30e3 * o.integer("frame_skip"));
   }
 
   Ant(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         forward_reward_weight_(o.get("forward_reward_weight")),
         ctrl_cost_weight_(o.get("ctrl_cost_weight")),
         contact_cost_weight_(o.get("contact_cost_weight")),
@@ -55,21 +50,11 @@ class Ant {
         main_body_(main_body(sim_, o.text("main_body"))),
         terminate_when_unhealthy_(o.flag("terminate_when_unhealthy")),
         skip_(o.flag("exclude_current_positions_from_observation") ? 2 : 0),
-        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {}
+        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")) {}
 
   void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_normal(rng, sim_.init_qvel(), s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
-    const double* qpos = sim_.data(i).qpos;
-    double* info = info_.row(i);
-    info[0] = qpos[0];
-    info[1] = qpos[1];
-    info[2] = norm(qpos, 2);
+    reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kNormal);
+    write_position(sim_.data(i), info_.row(i));
   }
 
   core::BasicStepResult<double> step(int i, const Action* action) {
@@ -89,9 +74,7 @@ class Ant {
         contact_cost_weight_ * sum_of_clipped_squares(d.cfrc_ext, 6 * m.nbody, contact_force_[0], contact_force_[1]);
     const double costs = ctrl_cost + contact_cost;
     double* info = info_.row(i);
-    info[0] = d.qpos[0];
-    info[1] = d.qpos[1];
-    info[2] = norm(d.qpos, 2);
+    write_position(d, info);
     info[3] = x_velocity;
     info[4] = y_velocity;
     info[5] = forward_reward;
@@ -110,9 +93,15 @@ class Ant {
     for (int64_t k = 6; k < n; ++k) *out++ = clip(d.cfrc_ext[k], contact_force_[0], contact_force_[1]);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
 
  private:
+  // x_position, y_position, distance_from_origin (np.linalg.norm(qpos[0:2]))
+  static void write_position(const mjData& d, double* info) {
+    info[0] = d.qpos[0];
+    info[1] = d.qpos[1];
+    info[2] = norm(d.qpos, 2);
+  }
+
   // np.isfinite(state_vector()).all() and min_z <= qpos[2] <= max_z
   bool is_healthy(const mjData& d) const {
     bool finite = true;
@@ -132,15 +121,12 @@ class Ant {
     return static_cast<int>(id);
   }
 
-  Simulation sim_;
-  InfoRows info_;
   const double forward_reward_weight_, ctrl_cost_weight_, contact_cost_weight_, healthy_reward_, reset_noise_scale_;
   const std::array<double, 2> healthy_z_, contact_force_;
   const int main_body_;
   const bool terminate_when_unhealthy_;
   const int skip_;
   const bool cfrc_ext_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 }  // namespace fastvec::envs::mujoco

@@ -12,61 +12,45 @@ namespace fastvec::envs::mujoco {
 
 // What Hopper and Walker2d share; Health says when the walker is healthy.
 template <class Health>
-class PlanarWalker {
+class PlanarWalker : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static std::vector<core::InfoField> info() {
     return {reset_field("x_position"), reset_field("z_distance_from_origin"), step_field("x_velocity"),
             step_field("reward_forward"), step_field("reward_ctrl"), step_field("reward_survive")};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     const int64_t skip = o.flag("exclude_current_positions_from_observation");
     return simulation_spec(*m, m->nq + m->nv - skip, info(), Health::kStepCostNs * o.integer("frame_skip"));
   }
 
   PlanarWalker(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         health_(o),
         forward_reward_weight_(o.get("forward_reward_weight")),
         ctrl_cost_weight_(o.get("ctrl_cost_weight")),
         healthy_reward_(o.get("healthy_reward")),
         reset_noise_scale_(o.get("reset_noise_scale")),
         terminate_when_unhealthy_(o.flag("terminate_when_unhealthy")),
-        skip_(o.flag("exclude_current_positions_from_observation") ? 1 : 0),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {}
+        skip_(o.flag("exclude_current_positions_from_observation") ? 1 : 0) {}
 
   void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_uniform(rng, sim_.init_qvel(), -s, s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
-    const mjData& d = sim_.data(i);
-    double* info = info_.row(i);
-    info[0] = d.qpos[0];
-    info[1] = d.qpos[1] - sim_.init_qpos()[1];
+    reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform);
+    write_position(sim_.data(i), info_.row(i));
   }
 
   core::BasicStepResult<double> step(int i, const Action* action) {
     const mjData& d = sim_.data(i);
     const double x_before = d.qpos[0];
     sim_.do_simulation(i, action);
-    const double x_after = d.qpos[0];
-    const double x_velocity = (x_after - x_before) / sim_.dt();
+    const double x_velocity = (d.qpos[0] - x_before) / sim_.dt();
     const bool healthy = health_(sim_.model(), d);
     const double forward_reward = forward_reward_weight_ * x_velocity;
     const double healthy_reward = static_cast<double>(healthy) * healthy_reward_;  // (-0.0 when unhealthy and < 0)
     const double rewards = forward_reward + healthy_reward;
     const double ctrl_cost = ctrl_cost_weight_ * sum_of_squares(action, sim_.model().nu);
     double* info = info_.row(i);
-    info[0] = x_after;
-    info[1] = d.qpos[1] - sim_.init_qpos()[1];
+    write_position(d, info);
     info[2] = x_velocity;
     info[3] = forward_reward;
     info[4] = -ctrl_cost;
@@ -81,16 +65,18 @@ class PlanarWalker {
     for (int k = 0; k < nv; ++k) out[k] = clip(d.qvel[k], -10.0, 10.0);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
 
  private:
-  Simulation sim_;
-  InfoRows info_;
+  // x_position, z_distance_from_origin
+  void write_position(const mjData& d, double* info) const {
+    info[0] = d.qpos[0];
+    info[1] = d.qpos[1] - sim_.init_qpos()[1];
+  }
+
   const Health health_;
   const double forward_reward_weight_, ctrl_cost_weight_, healthy_reward_, reset_noise_scale_;
   const bool terminate_when_unhealthy_;
   const int skip_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 // Hopper's is_healthy: every state component past qpos[:2] strictly inside healthy_state_range, z and the

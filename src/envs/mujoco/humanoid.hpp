@@ -13,12 +13,8 @@ namespace fastvec::envs::mujoco {
 // com-based inertia and velocity, the actuator forces and the external contact forces), the reset and the
 // tendon infos; Task adds the reward, the termination and the rest of the info.
 template <class Task>
-class HumanoidBody {
+class HumanoidBody : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     core::OptionTable own = Task::task_options();
@@ -31,7 +27,7 @@ class HumanoidBody {
     return with_simulation_options(Task::kXml, 5, own);
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     const int64_t bodies = m->nbody - 1;
     const int64_t size = m->nq + m->nv - 2 * o.flag("exclude_current_positions_from_observation") +
                          bodies * 10 * o.flag("include_cinert_in_observation") +
@@ -42,28 +38,21 @@ class HumanoidBody {
   }
 
   HumanoidBody(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, Task::info(sim_.model().ntendon)),
+      : MujocoEnv(n, o, Task::info(model_of(o)->ntendon)),
         task_(o, sim_),
         reset_noise_scale_(o.get("reset_noise_scale")),
         skip_(o.flag("exclude_current_positions_from_observation") ? 2 : 0),
         cinert_(o.flag("include_cinert_in_observation")),
         cvel_(o.flag("include_cvel_in_observation")),
         qfrc_actuator_(o.flag("include_qfrc_actuator_in_observation")),
-        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {
+        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")) {
     if (qfrc_actuator_ && sim_.nv() < 6)
       throw std::invalid_argument("xml_file: the observation's actuator forces are qfrc_actuator[6:], but the model has " +
                                   std::to_string(sim_.nv()) + " degrees of freedom");
   }
 
   void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_uniform(rng, sim_.init_qvel(), -s, s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
+    reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform);
     task_.reset_info(sim_, sim_.data(i), info_.row(i));
   }
 
@@ -82,8 +71,6 @@ class HumanoidBody {
     if (cfrc_ext_) std::copy(d.cfrc_ext + 6, d.cfrc_ext + 6 * nbody, out);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
-
   // The info slots of data.ten_length and data.ten_velocity, from `at`.
   static void write_tendons(const mjModel& m, const mjData& d, double* at) {
     at = std::copy(d.ten_length, d.ten_length + m.ntendon, at);
@@ -91,13 +78,10 @@ class HumanoidBody {
   }
 
  private:
-  Simulation sim_;
-  InfoRows info_;
   Task task_;
   const double reset_noise_scale_;
   const int skip_;
   const bool cinert_, cvel_, qfrc_actuator_, cfrc_ext_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 // Humanoid's task: walk forward (its mass center's x velocity), stay healthy (the torso's z in range).

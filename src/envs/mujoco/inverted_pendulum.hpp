@@ -6,12 +6,8 @@
 
 namespace fastvec::envs::mujoco {
 
-class InvertedPendulum {
+class InvertedPendulum : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("inverted_pendulum.xml", 2, {{"reset_noise_scale", K::kReal, 0.01}});
@@ -21,22 +17,16 @@ class InvertedPendulum {
     return {{.name = "reward_survive", .type = core::InfoField::Type::kInt64, .at_reset = false}};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     return simulation_spec(*m, m->nq + m->nv, info(), 4e3 * o.integer("frame_skip"));
   }
 
   InvertedPendulum(int n, const core::Options& o)
-      : sim_(n, o), survive_(n, 0), reset_noise_scale_(o.get("reset_noise_scale")), qpos_(sim_.nq()), qvel_(sim_.nv()) {
+      : MujocoEnv(n, o, info()), reset_noise_scale_(o.get("reset_noise_scale")) {
     if (sim_.nq() < 2) throw std::invalid_argument("xml_file: the pendulum's angle is qpos[1], but the model has nq < 2");
   }
 
-  void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_uniform(rng, sim_.init_qvel(), -s, s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
-  }
+  void reset(int i, core::Pcg64& rng) { reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform); }
 
   core::BasicStepResult<double> step(int i, const Action* action) {
     sim_.do_simulation(i, action);
@@ -45,8 +35,9 @@ class InvertedPendulum {
     for (int k = 0; k < sim_.nq(); ++k) finite &= std::isfinite(d.qpos[k]);
     for (int k = 0; k < sim_.nv(); ++k) finite &= std::isfinite(d.qvel[k]);
     const bool terminated = !finite || std::fabs(d.qpos[1]) > 0.2;
-    survive_[i] = terminated ? 0 : 1;
-    return {static_cast<double>(survive_[i]), terminated};
+    const int64_t survive = terminated ? 0 : 1;  // reward_survive: an int64 in the info row's slot
+    std::memcpy(info_.row(i), &survive, sizeof(survive));
+    return {static_cast<double>(survive), terminated};
   }
 
   void write_obs(int i, double* out) const {
@@ -55,21 +46,12 @@ class InvertedPendulum {
     std::copy(d.qvel, d.qvel + sim_.nv(), out);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { std::memcpy(out, &survive_[i], sizeof(int64_t)); }
-
  private:
-  Simulation sim_;
-  std::vector<int64_t> survive_;
   const double reset_noise_scale_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
-class InvertedDoublePendulum {
+class InvertedDoublePendulum : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("inverted_double_pendulum.xml", 5,
@@ -79,28 +61,19 @@ class InvertedDoublePendulum {
     return {step_field("reward_survive"), step_field("distance_penalty"), step_field("velocity_penalty")};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     return simulation_spec(*m, 1 + 2 * (m->nq - 1) + m->nv + 1, info(), 4.6e3 * o.integer("frame_skip"));
   }
 
   InvertedDoublePendulum(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         healthy_reward_(o.get("healthy_reward")),
-        reset_noise_scale_(o.get("reset_noise_scale")),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {
+        reset_noise_scale_(o.get("reset_noise_scale")) {
     if (sim_.model().nsite < 1 || sim_.nv() < 3)
       throw std::invalid_argument("xml_file: the double pendulum needs a tip site (site 0) and qvel[1:3]");
   }
 
-  void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_normal(rng, sim_.init_qvel(), s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
-  }
+  void reset(int i, core::Pcg64& rng) { reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kNormal); }
 
   core::BasicStepResult<double> step(int i, const Action* action) {
     sim_.do_simulation(i, action);
@@ -129,13 +102,8 @@ class InvertedDoublePendulum {
     *out = clip(d.qfrc_constraint[0], -10.0, 10.0);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
-
  private:
-  Simulation sim_;
-  InfoRows info_;
   const double healthy_reward_, reset_noise_scale_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 }  // namespace fastvec::envs::mujoco

@@ -8,12 +8,8 @@
 
 namespace fastvec::envs::mujoco {
 
-class Reacher {
+class Reacher : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("reacher.xml", 2,
@@ -21,19 +17,16 @@ class Reacher {
   }
   static std::vector<core::InfoField> info() { return {step_field("reward_dist"), step_field("reward_ctrl")}; }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     return simulation_spec(*m, 2 + 2 + (m->nq - 2) + 2 + 2, info(), 5e3 * o.integer("frame_skip"));
   }
 
   Reacher(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         reward_dist_weight_(o.get("reward_dist_weight")),
         reward_control_weight_(o.get("reward_control_weight")),
         fingertip_(sim_.body("fingertip")),
-        target_(sim_.body("target")),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {
+        target_(sim_.body("target")) {
     if (sim_.nq() < 4 || sim_.nv() < 2)
       throw std::invalid_argument("xml_file: Reacher's model has two arm joints and a two-coordinate target");
   }
@@ -80,8 +73,6 @@ class Reacher {
     out[1] = vec[1];
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
-
  private:
   // get_body_com("fingertip") - get_body_com("target")
   std::array<double, 3> fingertip_to_target(const mjData& d) const {
@@ -90,19 +81,12 @@ class Reacher {
     return {f[0] - t[0], f[1] - t[1], f[2] - t[2]};
   }
 
-  Simulation sim_;
-  InfoRows info_;
   const double reward_dist_weight_, reward_control_weight_;
   const int fingertip_, target_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
-class Pusher {
+class Pusher : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("pusher_v5.xml", 5,
@@ -114,21 +98,18 @@ class Pusher {
     return {step_field("reward_dist"), step_field("reward_ctrl"), step_field("reward_near")};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     return simulation_spec(*m, 7 + 7 + 3 * 3, info(), 4.4e3 * o.integer("frame_skip"));
   }
 
   Pusher(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         reward_near_weight_(o.get("reward_near_weight")),
         reward_dist_weight_(o.get("reward_dist_weight")),
         reward_control_weight_(o.get("reward_control_weight")),
         tips_arm_(sim_.body("tips_arm")),
         object_(sim_.body("object")),
-        goal_(sim_.body("goal")),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {
+        goal_(sim_.body("goal")) {
     if (sim_.nq() < 11 || sim_.nv() < 7)
       throw std::invalid_argument("xml_file: Pusher's model has seven arm joints, an object and a goal");
   }
@@ -172,8 +153,6 @@ class Pusher {
     for (int b : {tips_arm_, object_, goal_}) out = std::copy(d.xpos + 3 * b, d.xpos + 3 * b + 3, out);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
-
  private:
   // get_body_com(to) - get_body_com(from)
   static std::array<double, 3> between(const mjData& d, int from, int to) {
@@ -182,11 +161,8 @@ class Pusher {
     return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
   }
 
-  Simulation sim_;
-  InfoRows info_;
   const double reward_near_weight_, reward_dist_weight_, reward_control_weight_;
   const int tips_arm_, object_, goal_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 }  // namespace fastvec::envs::mujoco

@@ -197,4 +197,44 @@ class InfoRows {
   std::vector<double> rows_;
 };
 
+// The model an env's options name, for its spec().
+inline std::shared_ptr<const mjModel> model_of(const core::Options& o) { return load_model(o.text("xml_file")); }
+
+// What every MuJoCo env is to the pool (float64 observations, actions and
+// rewards; its info rows) and holds (its block's simulation, and scratch for
+// the state a reset draws). An env derives from it and adds options(),
+// info(), spec(), reset(), step() and write_obs().
+class MujocoEnv {
+ public:
+  using Obs = double;
+  using Action = double;
+  using Reward = double;
+
+  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
+
+ protected:
+  MujocoEnv(int n, const core::Options& o, const std::vector<core::InfoField>& info)
+      : sim_(n, o), info_(n, info), qpos_(sim_.nq()), qvel_(sim_.nv()) {}
+
+  // How a reset draws the velocities around init_qvel (the positions: always uniform).
+  enum class VelocityNoise { kUniform, kNormal };
+
+  // gymnasium's usual reset_model, after mj_resetData: qpos = init_qpos + uniform(-s, s, nq), qvel = init_qvel +
+  // uniform(-s, s, nv) or + s * standard_normal(nv), then set_state.
+  void reset_with_noise(int i, core::Pcg64& rng, double s, VelocityNoise velocity) {
+    sim_.reset_data(i);
+    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
+    if (velocity == VelocityNoise::kNormal) {
+      Simulation::add_normal(rng, sim_.init_qvel(), s, sim_.nv(), qvel_.data());
+    } else {
+      Simulation::add_uniform(rng, sim_.init_qvel(), -s, s, sim_.nv(), qvel_.data());
+    }
+    sim_.set_state(i, qpos_.data(), qvel_.data());
+  }
+
+  Simulation sim_;
+  InfoRows info_;
+  std::vector<double> qpos_, qvel_;  // a reset's scratch
+};
+
 }  // namespace fastvec::envs::mujoco

@@ -5,12 +5,8 @@
 
 namespace fastvec::envs::mujoco {
 
-class Swimmer {
+class Swimmer : public MujocoEnv {
  public:
-  using Obs = double;
-  using Action = double;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("swimmer.xml", 4,
@@ -25,32 +21,21 @@ class Swimmer {
             step_field("reward_ctrl")};
   }
   static core::Spec spec(const core::Options& o) {
-    const std::shared_ptr<const mjModel> m = load_model(o.text("xml_file"));
+    const std::shared_ptr<const mjModel> m = model_of(o);
     const int64_t skip = 2 * o.flag("exclude_current_positions_from_observation");
     return simulation_spec(*m, m->nq + m->nv - skip, info(), 6e3 * o.integer("frame_skip"));
   }
 
   Swimmer(int n, const core::Options& o)
-      : sim_(n, o),
-        info_(n, info()),
+      : MujocoEnv(n, o, info()),
         forward_reward_weight_(o.get("forward_reward_weight")),
         ctrl_cost_weight_(o.get("ctrl_cost_weight")),
         reset_noise_scale_(o.get("reset_noise_scale")),
-        skip_(o.flag("exclude_current_positions_from_observation") ? 2 : 0),
-        qpos_(sim_.nq()),
-        qvel_(sim_.nv()) {}
+        skip_(o.flag("exclude_current_positions_from_observation") ? 2 : 0) {}
 
   void reset(int i, core::Pcg64& rng) {
-    sim_.reset_data(i);
-    const double s = reset_noise_scale_;
-    Simulation::add_uniform(rng, sim_.init_qpos(), -s, s, sim_.nq(), qpos_.data());
-    Simulation::add_uniform(rng, sim_.init_qvel(), -s, s, sim_.nv(), qvel_.data());
-    sim_.set_state(i, qpos_.data(), qvel_.data());
-    const double* qpos = sim_.data(i).qpos;
-    double* info = info_.row(i);
-    info[0] = qpos[0];
-    info[1] = qpos[1];
-    info[2] = norm(qpos, 2);
+    reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform);
+    write_position(sim_.data(i).qpos, info_.row(i));
   }
 
   core::BasicStepResult<double> step(int i, const Action* action) {
@@ -63,9 +48,7 @@ class Swimmer {
     const double forward_reward = forward_reward_weight_ * x_velocity;
     const double ctrl_cost = ctrl_cost_weight_ * sum_of_squares(action, sim_.model().nu);
     double* info = info_.row(i);
-    info[0] = after[0];
-    info[1] = after[1];
-    info[2] = norm(after, 2);
+    write_position(after, info);
     info[3] = x_velocity;
     info[4] = y_velocity;
     info[5] = forward_reward;
@@ -79,14 +62,16 @@ class Swimmer {
     std::copy(d.qvel, d.qvel + sim_.nv(), out);
   }
 
-  void write_info(int i, std::byte* out) const noexcept { info_.write(i, out); }
-
  private:
-  Simulation sim_;
-  InfoRows info_;
+  // x_position, y_position, distance_from_origin (np.linalg.norm of the two)
+  static void write_position(const double* xy, double* info) {
+    info[0] = xy[0];
+    info[1] = xy[1];
+    info[2] = norm(xy, 2);
+  }
+
   const double forward_reward_weight_, ctrl_cost_weight_, reset_noise_scale_;
   const int skip_;
-  std::vector<double> qpos_, qvel_;  // reset scratch
 };
 
 }  // namespace fastvec::envs::mujoco
