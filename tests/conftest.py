@@ -12,21 +12,10 @@ import numpy as np
 import pytest
 
 import fastvec
+from fastvec.mujoco_models import V5_IDS
 
 # gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend.
-MUJOCO_IDS = (
-    "Ant-v5",
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Humanoid-v5",
-    "HumanoidStandup-v5",
-    "InvertedDoublePendulum-v5",
-    "InvertedPendulum-v5",
-    "Pusher-v5",
-    "Reacher-v5",
-    "Swimmer-v5",
-    "Walker2d-v5",
-)
+MUJOCO_IDS = V5_IDS
 
 
 def classic_ids() -> list[str]:

@@ -173,6 +173,169 @@ def test_busy_loops_take_a_core_while_they_run_and_are_gone_after():
     assert not os.path.exists(f"/proc/{loop}")
 
 
+def _status_if_installed(package: str) -> str:
+    """What a contender's cell says when it ran: "ok", or "not installed" where its package is missing."""
+    from fastvec.bench.machine import installed
+
+    return "ok" if installed(package) else "not installed"
+
+
+@pytest.mark.mujoco
+def test_bench_runs_mujoco_with_the_ceiling_and_memory(tmp_path):
+    out = tmp_path / "results"
+    run = fastvec_cli(
+        "bench",
+        "--envs",
+        "HalfCheetah-v5",
+        "--num-envs",
+        "2",
+        "--seconds",
+        "0.05",
+        "--reps",
+        "1",
+        "--contenders",
+        "fastvec",
+        "fastvec-async",
+        "envpool-t1",
+        "gym-sync",
+        "gym-numpy",
+        "fastvec-envpool",
+        "ale-py",
+        "ceiling",
+        "--memory",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    table = run.stdout
+    assert "MuJoCo: gymnasium's HalfCheetah-v5 on every contender" in table
+    assert "| contender | num_envs=2 | peak memory @16 envs |" in table
+    assert "| ceiling x min(num_envs, " in table and "projection, not measured |" in table
+    doc = json.loads((out / "results.json").read_text())
+    cells = doc["envs"]["HalfCheetah-v5"]["results"]["2"]
+    for key in ("fastvec", "fastvec-async", "gym-sync", "ceiling"):
+        assert cells[key]["status"] == "ok" and cells[key]["median_steps_per_s"] > 0, key
+    assert cells["envpool-t1"]["status"] == _status_if_installed("envpool")
+    assert cells["gym-numpy"]["status"] == "gymnasium has no vector implementation"
+    assert cells["fastvec-envpool"]["status"].startswith("no MuJoCo in fastvec.envpool")
+    assert cells["ale-py"]["status"] == "Atari only" or cells["ale-py"]["status"] == "not installed"
+    memory = doc["envs"]["HalfCheetah-v5"]["peak_memory_mib"]
+    assert memory["fastvec"]["status"] == "ok" and memory["fastvec"]["mib"] > 1
+    assert "ceiling" not in memory  # one env in a loop: no vector env to measure
+
+
+@pytest.mark.mujoco
+def test_bench_never_loads_the_mujoco_bindings_where_it_measures_fastvec(tmp_path):
+    """Importing the mujoco Python bindings (gymnasium's MuJoCo envs do) sets MuJoCo's timer callback in the
+    libmujoco fastvec shares, which slowed fastvec's rows and the ceiling by 14-19% once gymnasium's own rows had
+    run in the bench's process. Those rows now step in processes of their own, and are timed there."""
+    code = """
+import sys
+from fastvec.bench import runners
+for key in ("gym-sync", "gym-async", "sb3-dummy"):
+    runner = runners.contender(key).build("Hopper-v5", 2)
+    runner.warm_up(0.02)
+    assert runner.timed(0.05)["steps_per_s"] > 0 and runner.steps_per_call == 2
+    runner.close()
+print("mujoco" in sys.modules)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False"]
+
+
+def test_bench_sweeps_mujoco_at_1_8_32_envs_and_never_takes_it_for_atari():
+    """MuJoCo ids end in -v5 like Atari's: they were taken for Atari games (Atari's settings, its sweep)."""
+    from fastvec.bench import cli, runners
+
+    args = cli.parse_args(["--envs", "Hopper-v5", "Pong-v5", "CartPole-v1"])
+    assert cli.sizes_of(args, "Hopper-v5") == [1, 8, 32]
+    assert cli.sizes_of(args, "CartPole-v1") == [1, 8, 256, 4096]
+    assert runners.is_mujoco("Hopper-v5") and not runners.is_atari("Hopper-v5") and runners.is_atari("Pong-v5")
+    assert cli.sizes_of(cli.parse_args(["--envs", "Hopper-v5", "--num-envs", "4"]), "Hopper-v5") == [4]
+
+
+def test_mujoco_actions_are_the_same_draws_within_each_contenders_box():
+    """Each contender draws from its own action space (fastvec's and gymnasium's float32, EnvPool's float64):
+    the same uniform stream, so the same actions up to float32 rounding, inside the bounds, in the space's dtype."""
+    import gymnasium as gym
+    import numpy as np
+
+    from fastvec.bench import runners
+
+    f32 = runners._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float32), 3)
+    f64 = runners._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float64), 3)
+    assert f32.shape == f64.shape == (runners.NUM_ACTION_ROWS, 3, 17)
+    assert f32.dtype == np.float32 and f64.dtype == np.float64
+    assert f32.min() >= np.float32(-0.4) and f32.max() <= np.float32(0.4) and abs(f64).max() <= 0.4
+    np.testing.assert_allclose(f32, f64, atol=1e-7)
+    assert f64.std() > 0.2  # spread over the box, not stuck at a bound
+
+
+@pytest.mark.mujoco
+def test_bench_mujoco_script_prints_every_row_and_the_targets(tmp_path):
+    """benchmarks/bench_mujoco.py's smallest run: one env, one num_envs, every default contender."""
+    out = tmp_path / "mujoco.json"
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_mujoco.py"),
+            "--envs",
+            "Hopper",
+            "--num-envs",
+            "2",
+            "--seconds",
+            "0.05",
+            "--reps",
+            "1",
+            "--no-memory",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    table = run.stdout
+    assert "## Hopper-v5" in table
+    for row in (
+        "fastvec sync",
+        "fastvec async",
+        "EnvPool sync",
+        "EnvPool async",
+        "gymnasium SyncVectorEnv",
+        "gymnasium AsyncVectorEnv",
+        "SB3 SubprocVecEnv",
+        "fastvec Python-env pool (gymnasium's env)",
+        "ceiling: 1 fastvec env, C++ loop, 1 thread",
+        "ceiling x min(num_envs, ",
+        "2 such loops at once, 2 threads (measured)",
+        "fastvec sync, same-step autoreset",
+        "fastvec async, same-step autoreset",
+        "fastvec same-step (best mode) as % of ceiling x min(num_envs, cores)",
+        "fastvec next-step (best mode) as % of ceiling x min(num_envs, cores), its reset-only steps counted",
+        "fastvec sync / EnvPool sync",
+        "fastvec same-step (best mode) / SB3 SubprocVecEnv",
+        "fastvec (best mode) / gymnasium AsyncVectorEnv",
+    ):
+        assert f"| {row}" in table, row
+    assert "| target | met | below target | not measured |" in table
+    assert "<= EnvPool's (its smallest) | not measured (--no-memory) |" in table
+    from fastvec.bench import runners
+
+    cells = json.loads(out.read_text())["envs"]["Hopper-v5"]["results"]["2"]
+    assert {"fastvec-t2", "fastvec-async-same-step-t2", "envpool-async-t2", "sb3-subproc", "ceiling-t2"} <= set(cells)
+    for key, cell in cells.items():
+        status = _status_if_installed(runners.contender(key).package)
+        assert cell["status"] == status, (key, cell["status"])
+        if status == "ok":
+            assert cell["median_steps_per_s"] > 0, key
+    assert "fastvec" not in cells  # default threads: only when asked for
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

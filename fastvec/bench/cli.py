@@ -11,6 +11,7 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench                                    # default run, a few minutes
     fastvec bench --quick                            # under a minute
     fastvec bench --envs CartPole-v1 --num-envs 8 4096 --contenders 'fastvec*' 'envpool*'
+    fastvec bench --envs HalfCheetah-v5 Hopper-v5                # MuJoCo: num_envs 1 8 32
     fastvec bench --out results/ --json              # also results/bench.json and results/bench.png
     fastvec bench --contention                       # the same with one core taken by a busy loop
 """
@@ -29,11 +30,21 @@ from typing import Any
 from fastvec.bench import machine, measure, report
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import ATARI, CONTENDERS, Contender, contender, import_packages, is_atari, select
+from fastvec.bench.runners import (
+    ATARI,
+    CONTENDERS,
+    Contender,
+    contender,
+    import_packages,
+    is_atari,
+    is_mujoco,
+    select,
+)
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
 ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, ~0.1 s to load each
+MUJOCO_NUM_ENVS = (1, 8, 32)  # MuJoCo's: thousands of steps/s per env, where CartPole does millions
 QUICK_NUM_ENVS = (8, 256)
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
 DEFAULT_CONTENDERS = (
@@ -53,6 +64,7 @@ DEFAULT_CONTENDERS = (
     "rllib-fastvec",
     "ale-py",
     "ale-py-async",
+    "ceiling",
 )
 MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
 MEMORY_SECONDS = 0.3  # how long the memory probe steps before it reads
@@ -86,7 +98,9 @@ def make_parser() -> argparse.ArgumentParser:
         "1 x 0.3 s, no memory probe",
     )
     p.add_argument("--envs", nargs="+", metavar="ENV_ID", help=f"env ids (default: {' '.join(DEFAULT_ENVS)})")
-    p.add_argument("--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096; Atari: 1 8 32)")
+    p.add_argument(
+        "--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096; Atari and MuJoCo: 1 8 32)"
+    )
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
     p.add_argument(
@@ -162,9 +176,13 @@ def contention_text(count: int) -> str:
 
 
 def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
-    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's is shorter)."""
-    given = args.sizes_given or not is_atari(env_id)
-    return sorted(set(args.num_envs if given else ATARI_NUM_ENVS))
+    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's and MuJoCo's are
+    shorter)."""
+    if args.sizes_given:
+        return sorted(set(args.num_envs))
+    if is_atari(env_id):
+        return list(ATARI_NUM_ENVS)
+    return list(MUJOCO_NUM_ENVS) if is_mujoco(env_id) else sorted(set(args.num_envs))
 
 
 def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -192,8 +210,8 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             memory: dict[str, tuple[float | None, str]] = {}
             if args.memory:
                 for c in args.chosen:
-                    if not any(grid[n][c.key].steps_per_s for n in sizes):
-                        continue  # it could not run this env at all
+                    if c.ceiling or not any(grid[n][c.key].steps_per_s for n in sizes):
+                        continue  # no vector env, or it could not run this env at all
                     progress.set_postfix_str(f"{env_id} memory of {c.key}")
                     memory[c.key] = peak_memory(c, env_id, MEMORY_NUM_ENVS, args.max_processes)
             results[env_id] = {"grid": grid, "memory": memory}
@@ -219,7 +237,24 @@ def env_report(
             "contender: sticky actions 0.25, noop starts up to 30, 84x84 grayscale, 4 frames.",
             "",
         ]
-    lines.append(report.markdown_table(args.chosen, sizes, grid, memory, MEMORY_NUM_ENVS))
+    if is_mujoco(env_id):
+        lines += [
+            f"MuJoCo: gymnasium's {env_id} on every contender (EnvPool: its own {env_id}, the same frame skip, "
+            "observation and episode limit), uniformly random actions within the action bounds, drawn before "
+            "timing; the episodes end on the env's own terminations and at its limit. fastvec, gymnasium and "
+            "EnvPool reset an env on the step after its episode ended (next-step autoreset): that step steps no "
+            "physics but counts; SB3, the same-step rows and the ceiling reset within the step that ended it.",
+            "",
+        ]
+    if any(c.ceiling for c in args.chosen):
+        lines += [
+            "Ceiling: one fastvec env stepped alone in a C++ loop on one thread (random actions, its own "
+            "terminations and resets), the same at every num_envs; its projection multiplies it by one thread "
+            "per env, at most one per core: an upper bound, not a measurement.",
+            "",
+        ]
+    cores = machine.describe()["usable_cores"]
+    lines.append(report.markdown_table(args.chosen, sizes, grid, memory, MEMORY_NUM_ENVS, cores))
     lines += ["", report.ratio_table(args.chosen, sizes, grid), ""]
     png = os.path.join(args.out, f"{env_id}.png")
     if report.plot(png, env_id, args.chosen, sizes, grid):

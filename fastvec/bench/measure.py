@@ -128,7 +128,7 @@ def run_grid(
                 log(f"constructing {c.key}")
             t0 = time.perf_counter()
             try:
-                runners[c.key] = c.make(env_id, num_envs)
+                runners[c.key] = c.build(env_id, num_envs)
                 cells[c.key].construct_seconds = time.perf_counter() - t0
             except NotAvailable as e:
                 reason = str(e)

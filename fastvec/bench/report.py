@@ -38,8 +38,13 @@ def markdown_table(
     grid: dict[int, dict[str, Cell]],
     memory: dict[str, tuple[float | None, str]] | None = None,
     memory_envs: int | None = None,
+    cores: int | None = None,
 ) -> str:
-    """One row per contender, one column per num_envs; and peak memory at ``memory_envs`` when given."""
+    """One row per contender, one column per num_envs; and peak memory at ``memory_envs`` when given.
+
+    The one-loop ceiling (one env in a C++ loop on one thread) is followed by its projection onto ``cores``
+    cores when given: what min(num_envs, cores) threads would step at that rate each, which no pool beats.
+    """
     mem_head = f" peak memory @{memory_envs} envs |" if memory else ""
     head = "| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |" + mem_head
     rule = "|---|" + "---:|" * len(sizes) + ("---:|" if memory else "")
@@ -50,7 +55,23 @@ def markdown_table(
             mib, status = memory.get(c.key, (None, "-"))
             row += f" {mib:.0f} MiB |" if mib is not None else f" {status} |"
         rows.append(row)
+        if c.ceiling == 1 and cores:
+            cells = []
+            for n in sizes:
+                m, k = grid[n][c.key].median, projection_threads(n, cores)
+                cells.append(f"{si(m * k)} (x{k})" if m else "-")
+            rows.append(
+                f"| ceiling x min(num_envs, {cores} cores): projection, not measured | "
+                + " | ".join(cells)
+                + " |"
+                + (" - |" if memory else "")
+            )
     return "\n".join(rows)
+
+
+def projection_threads(num_envs: int, cores: int) -> int:
+    """How many threads the ceiling is projected onto at num_envs: one per env, at most one per core."""
+    return max(1, min(num_envs, cores))
 
 
 def ratios_to_sb3(grid: dict[int, dict[str, Cell]]) -> dict[str, dict[str, float]]:

@@ -8,16 +8,28 @@ import functools
 import importlib
 import itertools
 import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 import numpy as np
 
-from fastvec.bench.machine import installed
+from fastvec.bench.machine import CpuShare, installed
 from fastvec.bench.measure import NotAvailable, calibrate, measure
+from fastvec.mujoco_models import V5_IDS
 
 CLASSIC_ENVS = ("CartPole-v1",)
+# gymnasium's MuJoCo v5 envs: fastvec runs them natively, and EnvPool 1.2.5 has each as the same v5 (frame skip,
+# observation, action bounds and episode limit checked equal to gymnasium's: 1000 steps, Pusher 100, Reacher 50).
+# Every contender steps the env as gymnasium makes it, with uniformly random actions within its bounds.
+MUJOCO_ENVS = V5_IDS
 # Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
 # to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
 # clipping, episodes cut at 27,000 steps.
@@ -112,6 +124,23 @@ def _actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1") -> np.ndar
     return rng.integers(0, _num_actions(env_id), size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
 
 
+def _box_actions(space: Any, num_envs: int) -> np.ndarray:
+    """Uniformly random continuous actions within ``space`` (a Box), in its dtype, drawn before timing.
+
+    Each contender draws from its own action space, so that its memory probe loads no other library's env;
+    the spaces are all gymnasium's (EnvPool's bounds equal them in float64) and the stream is the same.
+    """
+    rng = np.random.default_rng(12345)
+    low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+    u = rng.random((NUM_ACTION_ROWS, num_envs, *space.shape))
+    return np.clip(low + u * (high - low), low, high).astype(space.dtype)
+
+
+def _actions_for(env_id: str, space: Any, num_envs: int, discrete: type) -> np.ndarray:
+    """A contender's actions: within its Box (in the Box's dtype) for MuJoCo, else :func:`_actions` in ``discrete``."""
+    return _box_actions(space, num_envs) if is_mujoco(env_id) else _actions(num_envs, discrete, env_id)
+
+
 @functools.cache
 def _num_actions(env_id: str) -> int:
     if not is_atari(env_id):
@@ -124,18 +153,27 @@ def _num_actions(env_id: str) -> int:
     return n
 
 
-def make_fastvec(env_id: str, num_envs: int, num_threads: int | None, asynchronous: bool) -> Runner:
+def make_fastvec(
+    env_id: str, num_envs: int, num_threads: int | None, asynchronous: bool, autoreset_mode: str = "next_step"
+) -> Runner:
+    """fastvec's native pool. ``autoreset_mode="same_step"`` resets an env within the step that ended its episode,
+    as SB3's VecEnvs and the ceiling's loop do; in the default "next_step" mode (gymnasium's and EnvPool's) the
+    next step only resets, and counts as a step though it steps no physics (up to 14% of a MuJoCo env's steps
+    under random actions: InvertedPendulum's episodes last about 7 steps, Hopper's and Humanoid's 20-30)."""
     import fastvec
 
     if env_id not in fastvec.list_envs():
         raise NotAvailable("not available in this build")
-    return _fastvec_runner(env_id, num_envs, asynchronous, num_threads=num_threads)
+    return _fastvec_runner(env_id, num_envs, asynchronous, num_threads=num_threads, autoreset_mode=autoreset_mode)
 
 
-def make_fastvec_python(env_id: str, num_envs: int) -> Runner:
-    """The Python-env pool (worker processes, shared memory) stepping gymnasium's own env."""
-    _classic_only(env_id)
-    return _fastvec_runner(env_id, num_envs, False, backend="python")
+def make_fastvec_python(env_id: str, num_envs: int, num_workers: int | None = None) -> Runner:
+    """The Python-env pool (worker processes, shared memory) stepping gymnasium's own env; ``num_workers``
+    worker processes, its ``num_threads`` (None: its default, one fewer than the cores), at most one per env."""
+    _gymnasium_env_only(env_id)
+    if num_workers is not None and num_workers > num_envs:
+        raise NotAvailable("n/a (more workers than envs)")
+    return _fastvec_runner(env_id, num_envs, False, backend="python", num_threads=num_workers)
 
 
 def _fastvec_runner(env_id: str, num_envs: int, asynchronous: bool, **kwargs: Any) -> Runner:
@@ -143,14 +181,22 @@ def _fastvec_runner(env_id: str, num_envs: int, asynchronous: bool, **kwargs: An
 
     if asynchronous:
         env = fastvec.make(env_id, num_envs, batch_size=num_envs // 2, seed=0, **kwargs)
-        return AsyncRunner(env, _actions(num_envs, np.int64, env_id), num_envs // 2)
+        return AsyncRunner(env, _actions_for(env_id, env.single_action_space, num_envs, np.int64), num_envs // 2)
     env = fastvec.make(env_id, num_envs, seed=0, **kwargs)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
+    actions = _actions_for(env_id, env.single_action_space, num_envs, np.int64)
+    return SyncRunner(env, env.step, actions, num_envs, env.close)
 
 
 def _classic_only(env_id: str) -> None:
     if env_id not in CLASSIC_ENVS:
+        raise NotAvailable("not wired for this env")
+
+
+def _gymnasium_env_only(env_id: str) -> None:
+    """Refuses Atari, whose preprocessing each library wires its own way (the Python-env pool is not wired for
+    it); classic control and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work everywhere."""
+    if env_id not in CLASSIC_ENVS and not is_mujoco(env_id):
         raise NotAvailable("not wired for this env")
 
 
@@ -162,14 +208,22 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
         # All set explicitly: EnvPool 1.2.5 defaults to no sticky actions, fire reset, episodic life and
         # reward clipping; use_inter_area_resize is the area resize everyone else does.
         kwargs.update(ATARI, max_episode_steps=ATARI_MAX_STEPS, use_inter_area_resize=True)
+    elif is_mujoco(env_id):
+        # EnvPool links its own MuJoCo into its extension, which Python loads RTLD_LOCAL: fastvec's calls bind
+        # to mujoco-core's libmujoco and EnvPool's to its own (LD_DEBUG=bindings), and both step the same
+        # trajectories bit for bit in one process as alone, so it runs in process like every other row.
+        # Its v5 defaults are gymnasium's; the episode limit is set explicitly, as for Atari.
+        import gymnasium as gym
+
+        kwargs["max_episode_steps"] = gym.spec(env_id).max_episode_steps
     else:
         _classic_only(env_id)
     if asynchronous:
         env = envpool.make(env_id, batch_size=num_envs // 2, **kwargs)
-        return AsyncRunner(env, _actions(num_envs, np.int32, env_id), num_envs // 2)
+        return AsyncRunner(env, _actions_for(env_id, env.action_space, num_envs, np.int32), num_envs // 2)
     env = envpool.make(env_id, **kwargs)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int32, env_id), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions_for(env_id, env.action_space, num_envs, np.int32), num_envs, env.close)
 
 
 def make_fastvec_envpool(env_id: str, num_envs: int, asynchronous: bool) -> Runner:
@@ -183,6 +237,8 @@ def make_fastvec_envpool(env_id: str, num_envs: int, asynchronous: bool) -> Runn
     kwargs: dict[str, Any] = {"num_envs": num_envs, "seed": 0}
     if is_atari(env_id):
         kwargs.update(ATARI, max_episode_steps=ATARI_MAX_STEPS)
+    elif is_mujoco(env_id):
+        raise NotAvailable("no MuJoCo in fastvec.envpool (fastvec.make has it)")
     else:
         _classic_only(env_id)
     actions = _actions(num_envs, np.int64, env_id)  # as the fastvec rows: the front door's cost alone
@@ -275,12 +331,13 @@ def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
         fns = [functools.partial(gym_atari_env, env_id)] * num_envs
         env = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns, context="fork")
     else:
-        _classic_only(env_id)
+        _gymnasium_env_only(env_id)
         if mode == "vector_entry_point" and gym.spec(env_id).vector_entry_point is None:
             raise NotAvailable("gymnasium has no vector implementation")
         env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
     env.reset(seed=0)
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
+    actions = _actions_for(env_id, env.single_action_space, num_envs, np.int64)
+    return SyncRunner(env, env.step, actions, num_envs, env.close)
 
 
 def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
@@ -309,10 +366,10 @@ def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
         )
         env = VecFrameStack(env, n_stack=ATARI["stack_num"])
     else:
-        _classic_only(env_id)
+        _gymnasium_env_only(env_id)
         env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs or None)
     env.reset()
-    return SyncRunner(env, env.step, _actions(num_envs, np.int64, env_id), num_envs, env.close)
+    return SyncRunner(env, env.step, _actions_for(env_id, env.action_space, num_envs, np.int64), num_envs, env.close)
 
 
 # RLlib's own Atari pipeline (wrap_atari_for_new_api_stack) loses a life per episode and presses FIRE at
@@ -465,6 +522,172 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
     return SyncRunner(actors, step, _actions(num_envs, np.int64), num_envs, close)
 
 
+class LoopCeiling(Runner):
+    """The ceiling: one fastvec env stepped alone in a C++ loop on this thread (``fastvec._core.loop_rate``)
+    with uniformly random actions, its own terminations, the registry's episode limit and resets (within the
+    step that ended the episode): the trajectories the pool steps, with no pool around them (not a bare physics
+    or emulator loop). One thread can step no faster; k threads, k times faster at most. It does not depend on
+    num_envs.
+
+    ``loops`` > 1 runs that many such loops at once, one env each on threads of their own (loop_rate releases
+    the GIL), and sums their rates: what the cores really deliver side by side (a shared cache, memory
+    bandwidth, a VM's vCPUs), against which the projection (``loops`` x one loop) can be checked.
+
+    Each measurement is one loop of about ``seconds``; its rate excludes the env's construction, which every
+    loop repeats (a MuJoCo model is parsed again), so the loop is never timed from Python.
+    """
+
+    steps_per_call = 1
+    MIN_STEPS = 100
+
+    def __init__(self, env_id: str, loops: int = 1) -> None:
+        import fastvec
+        from fastvec import _core
+        from fastvec.vector import _env_options
+
+        if env_id not in fastvec.list_envs():
+            raise NotAvailable("not available in this build")
+        entry = fastvec.registry.lookup(env_id)
+        options = _env_options(entry, {})  # the options fastvec.make(env_id) steps with: its defaults
+        self._loop = functools.partial(
+            _core.loop_rate,
+            entry.native,
+            options.numbers,
+            options.texts,
+            options.ranges,
+            max_episode_steps=entry.max_episode_steps or 0,
+        )
+        self._loops = loops
+        self._threads = ThreadPoolExecutor(loops) if loops > 1 else None
+        self._steps_per_s = 0.0  # of all loops together
+
+    def run(self, calls: int) -> int:
+        """Steps ``calls`` steps in each loop (constructions included: for the timing, see :meth:`timed`)."""
+        if self._threads is None:
+            self._steps_per_s = self._loop(steps=calls)
+        else:
+            self._steps_per_s = sum(self._threads.map(lambda steps: self._loop(steps=steps), [calls] * self._loops))
+        return calls * self._loops
+
+    def _steps_for(self, seconds: float) -> int:
+        return max(self.MIN_STEPS, int(self._steps_per_s / self._loops * seconds))
+
+    def warm_up(self, seconds: float) -> None:
+        """Loops until ``seconds`` have passed, which also estimates the rate :meth:`timed` sizes its loop by."""
+        start, steps = time.perf_counter(), self.MIN_STEPS
+        while True:
+            self.run(steps)
+            if time.perf_counter() - start >= seconds:
+                return
+            steps = self._steps_for(min(seconds, 0.25))
+
+    def timed(self, seconds: float) -> dict[str, Any]:
+        share = CpuShare()
+        self.run(self._steps_for(seconds))
+        rate = self._steps_per_s
+        return {"steps_per_s": rate, "us_per_call": 1e6 / rate, "other_cpu": share.other()}
+
+    def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown()
+
+
+def make_ceiling(env_id: str, num_envs: int, loops: int = 1) -> Runner:
+    if loops > num_envs:
+        raise NotAvailable(f"n/a (fewer envs than {loops} loops)")
+    return LoopCeiling(env_id, loops)
+
+
+# Importing the mujoco Python bindings (gymnasium's MuJoCo envs do) installs MuJoCo's timer callback (mjcb_time) in
+# the libmujoco that fastvec's MuJoCo envs share, and from then on every mj_step in the process reads the clock
+# around each of its stages: fastvec's envs and the ceiling step 14-19% slower (HalfCheetah, Hopper; EnvPool, with
+# its own MuJoCo, does not). So a contender that would load them steps a MuJoCo env in a process of its own
+# (OwnProcessRunner, from Contender.build) and the measuring process never loads them; a process that measures no
+# fastvec (the memory probe) builds it in place (Contender.make).
+
+
+class ChildExited(RuntimeError):
+    """The process an :class:`OwnProcessRunner` steps in is gone."""
+
+
+class OwnProcessRunner(Runner):
+    """A contender's runner built, warmed up and timed in a fresh interpreter of its own, driven over a pipe: the
+    measurements are the child's, taken as in this process; its construction and its messages are not timed."""
+
+    def __init__(self, key: str, env_id: str, num_envs: int) -> None:
+        self._conn, child = Pipe()
+        code = f"from fastvec.bench.runners import serve_runner; serve_runner({child.fileno()})"
+        # Not in the caller's directory, which may be fastvec's source tree (see measure.memory_in_fresh_interpreter).
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", code], pass_fds=[child.fileno()], cwd=tempfile.gettempdir()
+        )
+        child.close()
+        try:
+            self.steps_per_call = self._call("make", key, env_id, num_envs)
+        except Exception:
+            self._conn.close()
+            self._proc.wait()
+            raise
+
+    def _call(self, *message: Any) -> Any:
+        try:
+            self._conn.send(message)
+            status, value = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            raise ChildExited(f"the process stepping it exited with code {self._proc.wait()}") from exc
+        if status == "not available":
+            raise NotAvailable(value)
+        if status == "error":
+            raise RuntimeError(value)
+        return value
+
+    def run(self, calls: int) -> int:
+        return self._call("run", calls)
+
+    def warm_up(self, seconds: float) -> None:
+        self._call("warm_up", seconds)
+
+    def timed(self, seconds: float) -> dict[str, Any]:
+        return self._call("timed", seconds)
+
+    def close(self) -> None:
+        try:
+            self._call("close")
+        except ChildExited:
+            pass  # gone already: what it failed with was reported when it did
+        finally:
+            self._conn.close()
+            self._proc.wait()
+
+
+def serve_runner(fd: int) -> None:
+    """The child's side of :class:`OwnProcessRunner`: makes the runner it is asked for, in place, and answers
+    each call until "close"."""
+    warnings.filterwarnings("ignore")  # as the measuring process: gymnasium warns on every construction
+    conn, runner, parent = Connection(fd), None, os.getppid()
+    while True:
+        while not conn.poll(1.0):
+            if os.getppid() != parent:
+                return  # the bench died without closing it (processes it forked may hold the pipe open)
+        method, *args = conn.recv()
+        try:
+            if method == "make":
+                key, env_id, num_envs = args
+                import_packages([contender(key)])
+                runner = contender(key).make(env_id, num_envs)
+                value = runner.steps_per_call
+            else:
+                value = getattr(runner, method)(*args)
+        except NotAvailable as exc:
+            conn.send(("not available", str(exc)))
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        else:
+            conn.send(("ok", value))
+        if method == "close" or (method == "make" and runner is None):
+            return
+
+
 @dataclass(frozen=True)
 class Contender:
     key: str
@@ -474,6 +697,17 @@ class Contender:
     uses_processes: bool = False  # one OS process per env
     needs_batch: bool = False  # async with batch_size = num_envs // 2: needs num_envs >= 2
     max_envs: int | None = None  # above this, too slow to even construct on a small machine
+    # A ceiling: that many envs, each stepped in a C++ loop of its own (no vector env): the same at every
+    # num_envs, no memory probe.
+    ceiling: int = 0
+    mujoco_bindings: bool = False  # makes gymnasium's envs in this process: a MuJoCo env loads the mujoco bindings
+
+    def build(self, env_id: str, num_envs: int) -> Runner:
+        """``make``, in a process of its own where it would load the mujoco Python bindings into this one (see
+        :class:`OwnProcessRunner`)."""
+        if self.mujoco_bindings and is_mujoco(env_id):
+            return OwnProcessRunner(self.key, env_id, num_envs)
+        return self.make(env_id, num_envs)
 
     def skip_reason(self, num_envs: int, max_processes: int | None = None) -> str | None:
         """Why this contender does not run at num_envs (None: it runs)."""
@@ -512,22 +746,58 @@ CONTENDERS = [
         lambda e, n: make_fastvec(e, n, 2, True),
         needs_batch=True,
     ),
+    *(
+        Contender(
+            f"fastvec{'-async' if a else ''}-same-step-t{t}",
+            f"fastvec {'async' if a else 'sync'}, same-step autoreset, num_threads={t}",
+            "fastvec",
+            lambda e, n, t=t, a=a: make_fastvec(e, n, t, a, "same_step"),
+            needs_batch=a,
+        )
+        for a in (False, True)
+        for t in (1, 2)
+    ),
     Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec", make_fastvec_python),
+    Contender(
+        "fastvec-python-t1",
+        "fastvec Python-env pool (gymnasium's env), 1 worker",
+        "fastvec",
+        lambda e, n: make_fastvec_python(e, n, 1),
+    ),
+    Contender(
+        "fastvec-python-t2",
+        "fastvec Python-env pool (gymnasium's env), 2 workers",
+        "fastvec",
+        lambda e, n: make_fastvec_python(e, n, 2),
+    ),
     Contender(
         "gym-numpy",
         "gymnasium vector_entry_point (numpy)",
         "gymnasium",
         lambda e, n: make_gymnasium(e, n, "vector_entry_point"),
     ),
-    Contender("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", lambda e, n: make_gymnasium(e, n, "sync")),
+    Contender(
+        "gym-sync",
+        "gymnasium SyncVectorEnv",
+        "gymnasium",
+        lambda e, n: make_gymnasium(e, n, "sync"),
+        mujoco_bindings=True,
+    ),
     Contender(
         "gym-async",
         "gymnasium AsyncVectorEnv",
         "gymnasium",
         lambda e, n: make_gymnasium(e, n, "async"),
         uses_processes=True,
+        mujoco_bindings=True,  # it makes one env in this process, for its spaces
     ),
-    Contender("sb3-dummy", "SB3 DummyVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, False)),
+    Contender(
+        "sb3-dummy",
+        "SB3 DummyVecEnv",
+        "stable_baselines3",
+        lambda e, n: make_sb3(e, n, False),
+        mujoco_bindings=True,
+    ),
     Contender(
         "sb3-subproc", "SB3 SubprocVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, True), uses_processes=True
     ),
@@ -569,6 +839,7 @@ CONTENDERS = [
         "ray.rllib",
         lambda e, n: make_rllib(e, n, "default"),
         max_envs=256,
+        mujoco_bindings=True,
     ),
     Contender(
         "rllib-fastvec-stock",
@@ -603,6 +874,14 @@ CONTENDERS = [
         lambda e, n: make_ale_vector(e, n, None, True),
         needs_batch=True,
     ),
+    Contender("ceiling", "ceiling: 1 fastvec env in a C++ loop, 1 thread", "fastvec", make_ceiling, ceiling=1),
+    Contender(
+        "ceiling-t2",
+        "2 such loops at once, 2 threads (measured)",
+        "fastvec",
+        lambda e, n: make_ceiling(e, n, 2),
+        ceiling=2,
+    ),
 ]
 
 
@@ -625,5 +904,9 @@ def contender(key: str) -> Contender:
     return next(c for c in CONTENDERS if c.key == key)
 
 
+def is_mujoco(env_id: str) -> bool:
+    return env_id in MUJOCO_ENVS
+
+
 def is_atari(env_id: str) -> bool:
-    return env_id not in CLASSIC_ENVS and env_id.endswith("-v5")
+    return env_id not in CLASSIC_ENVS and not is_mujoco(env_id) and env_id.endswith("-v5")
