@@ -49,6 +49,7 @@ def loop_rate(
     range_options: dict[str, tuple[float, float]],
     steps: int,
     max_episode_steps: int,
+    next_step: bool = True,
 ) -> float: ...
 def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool

@@ -243,14 +243,15 @@ def env_report(
             "observation and episode limit), uniformly random actions within the action bounds, drawn before "
             "timing; the episodes end on the env's own terminations and at its limit. fastvec, gymnasium and "
             "EnvPool reset an env on the step after its episode ended (next-step autoreset): that step steps no "
-            "physics but counts; SB3, the same-step rows and the ceiling reset within the step that ended it.",
+            "physics but counts; SB3 and the same-step rows reset within the step that ended it.",
             "",
         ]
     if any(c.ceiling for c in args.chosen):
         lines += [
             "Ceiling: one fastvec env stepped alone in a C++ loop on one thread (random actions, its own "
-            "terminations and resets), the same at every num_envs; its projection multiplies it by one thread "
-            "per env, at most one per core: an upper bound, not a measurement.",
+            "terminations and resets: next-step resets, as the pool's default mode; ceiling-same-step: within "
+            "the step), the same at every num_envs; its projection multiplies it by one thread per env, at most "
+            "one per core: an upper bound, not a measurement.",
             "",
         ]
     cores = machine.describe()["usable_cores"]

@@ -524,10 +524,11 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
 
 class LoopCeiling(Runner):
     """The ceiling: one fastvec env stepped alone in a C++ loop on this thread (``fastvec._core.loop_rate``)
-    with uniformly random actions, its own terminations, the registry's episode limit and resets (within the
-    step that ended the episode): the trajectories the pool steps, with no pool around them (not a bare physics
-    or emulator loop). One thread can step no faster; k threads, k times faster at most. It does not depend on
-    num_envs.
+    with uniformly random actions, its own terminations, the registry's episode limit and resets (``next_step``:
+    a step of their own, as the pool's default autoreset mode has them; else within the step that ended the
+    episode, as same-step autoreset): the trajectories the pool steps, with no pool around them (not a bare
+    physics or emulator loop). One thread can step no faster; k threads, k times faster at most. It does not
+    depend on num_envs.
 
     ``loops`` > 1 runs that many such loops at once, one env each on threads of their own (loop_rate releases
     the GIL), and sums their rates: what the cores really deliver side by side (a shared cache, memory
@@ -540,7 +541,7 @@ class LoopCeiling(Runner):
     steps_per_call = 1
     MIN_STEPS = 100
 
-    def __init__(self, env_id: str, loops: int = 1) -> None:
+    def __init__(self, env_id: str, loops: int = 1, next_step: bool = True) -> None:
         import fastvec
         from fastvec import _core
         from fastvec.vector import _env_options
@@ -556,6 +557,7 @@ class LoopCeiling(Runner):
             options.texts,
             options.ranges,
             max_episode_steps=entry.max_episode_steps or 0,
+            next_step=next_step,
         )
         self._loops = loops
         self._threads = ThreadPoolExecutor(loops) if loops > 1 else None
@@ -592,10 +594,10 @@ class LoopCeiling(Runner):
             self._threads.shutdown()
 
 
-def make_ceiling(env_id: str, num_envs: int, loops: int = 1) -> Runner:
+def make_ceiling(env_id: str, num_envs: int, loops: int = 1, next_step: bool = True) -> Runner:
     if loops > num_envs:
         raise NotAvailable(f"n/a (fewer envs than {loops} loops)")
-    return LoopCeiling(env_id, loops)
+    return LoopCeiling(env_id, loops, next_step)
 
 
 # Importing the mujoco Python bindings (gymnasium's MuJoCo envs do) installs MuJoCo's timer callback (mjcb_time) in
@@ -875,6 +877,13 @@ CONTENDERS = [
         needs_batch=True,
     ),
     Contender("ceiling", "ceiling: 1 fastvec env in a C++ loop, 1 thread", "fastvec", make_ceiling, ceiling=1),
+    Contender(
+        "ceiling-same-step",
+        "ceiling, same-step resets: 1 fastvec env in a C++ loop, 1 thread",
+        "fastvec",
+        lambda e, n: make_ceiling(e, n, 1, next_step=False),
+        ceiling=1,
+    ),
     Contender(
         "ceiling-t2",
         "2 such loops at once, 2 threads (measured)",

@@ -33,14 +33,16 @@ struct NativeEnvEntry {
   core::OptionTable options;
   std::function<std::unique_ptr<core::PoolBase>(const core::PoolConfig&, const core::Options&)> make;
   // The benchmarks' ceiling: steps per second of one env stepped in a loop on the calling thread (no pool).
-  std::function<double(const core::Options&, int64_t steps, int max_episode_steps)> loop_rate;
+  std::function<double(const core::Options&, int64_t steps, int max_episode_steps, bool next_step)> loop_rate;
 };
 
 // One env of type E stepped `steps` times on this thread with uniformly random actions (drawn before the
 // clock starts), reset when its episode ends (terminated, or max_episode_steps reached): the same kind of
-// trajectories a pool steps, without the pool. Steps per second.
+// trajectories a pool steps, without the pool. next_step: the reset is a step of its own, as a pool's in its
+// default autoreset mode (counted, without physics); else it happens within the step that ended the episode
+// (same-step). Steps per second.
 template <core::NativeEnv E>
-double loop_rate(const core::Options& options, int64_t steps, int max_episode_steps) {
+double loop_rate(const core::Options& options, int64_t steps, int max_episode_steps, bool next_step) {
   using Action = typename E::Action;
   const core::Spec spec = E::spec(options);
   E env(1, options);
@@ -59,13 +61,23 @@ double loop_rate(const core::Options& options, int64_t steps, int max_episode_st
   env.reset(0, rng);
   const size_t rows = actions.size() / width;
   int elapsed = 0;
+  bool ended = false;
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t k = 0; k < steps; ++k) {
+    if (ended && next_step) {
+      env.reset(0, rng);
+      env.write_obs(0, obs.data());  // a pool writes every observation out
+      ended = false;
+      elapsed = 0;
+      continue;
+    }
     const core::BasicStepResult<core::reward_t<E>> r = env.step(0, &actions[(static_cast<size_t>(k) % rows) * width]);
-    env.write_obs(0, obs.data());  // a pool writes every observation out
-    if (r.terminated || ++elapsed == max_episode_steps) {
+    env.write_obs(0, obs.data());
+    ended = r.terminated || ++elapsed == max_episode_steps;
+    if (ended && !next_step) {
       env.reset(0, rng);
       env.write_obs(0, obs.data());
+      ended = false;
       elapsed = 0;
     }
   }

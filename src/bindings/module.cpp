@@ -720,15 +720,17 @@ PYBIND11_MODULE(_core, m) {
       "loop_rate",
       [](const std::string& env, const std::map<std::string, double>& options,
          const std::map<std::string, std::string>& string_options,
-         const std::map<std::string, std::array<double, 2>>& range_options, int64_t steps, int max_episode_steps) {
+         const std::map<std::string, std::array<double, 2>>& range_options, int64_t steps, int max_episode_steps,
+         bool next_step) {
         auto it = fastvec::bindings::native_envs().find(env);
         if (it == fastvec::bindings::native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
         if (steps < 1) throw py::value_error("steps must be >= 1");
         const fastvec::core::Options opts(it->second.options, options, string_options, range_options);
-        return fastvec::bindings::without_gil([&] { return it->second.loop_rate(opts, steps, max_episode_steps); });
+        return fastvec::bindings::without_gil(
+            [&] { return it->second.loop_rate(opts, steps, max_episode_steps, next_step); });
       },
       py::arg("env"), py::arg("options"), py::arg("string_options"), py::arg("range_options"), py::arg("steps"),
-      py::arg("max_episode_steps"));
+      py::arg("max_episode_steps"), py::arg("next_step") = true);
 
   // The native envs, for fastvec.registry: each one's metadata and option table.
   m.def("native_envs", [] {
