@@ -29,7 +29,17 @@ def _check_compiled_module() -> None:
 
 _check_compiled_module()
 
-from fastvec._core import EnvError  # noqa: E402
+try:
+    from fastvec._core import EnvError
+except ImportError as e:  # the MuJoCo backend links the mujoco-core wheel's library
+    if "libmujoco" not in str(e):
+        raise
+    raise ImportError(
+        f"fastvec's compiled module needs MuJoCo's library from the mujoco-core package it was built with ({e}): "
+        "pip install the mujoco-core version fastvec pins (pip show fastvec), or build fastvec without its MuJoCo "
+        "backend: pip install . -Ccmake.define.FASTVEC_MUJOCO=OFF"
+    ) from e
+
 from fastvec._gymnasium import register_gymnasium_envs  # noqa: E402
 from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv  # noqa: E402
 from fastvec.registry import list_envs  # noqa: E402

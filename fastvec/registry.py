@@ -45,13 +45,22 @@ class EnvEntry:
     option_specs: tuple[OptionSpec, ...] = ()
 
 
+def _python_default(option: dict[str, Any]) -> dict[str, Any]:
+    """A C++ option as Python sees it: an index-or-name option's default ("index:1", "name:torso") as the int or
+    the name a user passes."""
+    if option["kind"] == "int|str":
+        kind, _, value = option["default"].partition(":")
+        return {**option, "default": int(value) if kind == "index" else value}
+    return option
+
+
 @functools.cache
 def _entries() -> dict[str, EnvEntry]:
     import fastvec._core as _core
 
     entries: dict[str, EnvEntry] = {}
     for native in _core.native_envs():
-        specs = tuple(OptionSpec(**o) for o in native["options"])
+        specs = tuple(OptionSpec(**_python_default(o)) for o in native["options"])
         keywords = tuple(o for o in specs if o.kind != "str")
         common = {
             "native": native["id"],

@@ -13,6 +13,7 @@ vector envs build, and the arguments of the per-env calls (``call``, ``get_attr`
 from __future__ import annotations
 
 import copy
+import math
 import multiprocessing
 import os
 import secrets
@@ -482,12 +483,7 @@ def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
                 raise TypeError(f"{entry.id} option {name!r} must be a path (str), got {type(value).__name__}")
             continue  # resolved below, with the default
         if kind == "int|str":
-            if isinstance(value, str) and value:
-                texts[name] = value
-                continue
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise TypeError(f"{entry.id} option {name!r} must be an int or a name (str), got {value!r}")
-            texts[name] = str(int(value))
+            texts[name] = _index_or_name(entry, name, value)
             continue
         if kind == "range":
             if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
@@ -495,19 +491,40 @@ def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
             for v in value:
                 if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
                     raise TypeError(f"{entry.id} option {name!r} must hold numbers, got {value!r}")
-            if np.isnan(value[0]) or np.isnan(value[1]):
+            low, high = (_as_float(entry, name, v) for v in value)
+            if math.isnan(low) or math.isnan(high):
                 raise ValueError(f"{entry.id} option {name!r} must not hold NaN, got {value!r}")
-            ranges[name] = (float(value[0]), float(value[1]))
+            ranges[name] = (low, high)
             continue
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
             raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
-        if not np.isfinite(value):
+        number = _as_float(entry, name, value)
+        if not math.isfinite(number):
             raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
-        numbers[name] = float(value)
+        numbers[name] = number
     for name, kind in kinds.items():
         if kind == "file":
             texts[name] = str(model_path(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
     return EnvOptions(numbers, texts, ranges)
+
+
+def _as_float(entry: EnvEntry, name: str, value: Any) -> float:
+    """``value`` as a float; a ValueError naming the option for an int too large for one."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{entry.id} option {name!r} is too large for a float64, got {value}") from None
+
+
+def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
+    """An index-or-name option (Ant's main_body) as its C++ table takes it: "index:<n>" or "name:<s>"."""
+    if isinstance(value, str) and value:
+        return f"name:{value}"
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{entry.id} option {name!r} must be an int or a name (str), got {value!r}")
+    if value < 0:
+        raise ValueError(f"{entry.id} option {name!r} must be a body index >= 0 or a body name, got {value}")
+    return f"index:{int(value)}"
 
 
 def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
@@ -1105,6 +1122,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if r.info:
             info.update(r.info)
         if r.ended is not None:
+            # Each mask is an array of its own, as gymnasium's are: a caller may change one in place.
             done = r.ended
             stats: dict[str, Any] = {}
             if self._episode_stats:
@@ -1112,7 +1130,7 @@ class VectorEnv(gym.vector.VectorEnv):
                     "episode_return": r.episode_return,
                     "_episode_return": done,
                     "episode_length": r.episode_length,
-                    "_episode_length": done,
+                    "_episode_length": done.copy(),
                 }
                 info.update(stats)
             elif self._gymnasium_stats:
@@ -1121,10 +1139,11 @@ class VectorEnv(gym.vector.VectorEnv):
                 boxed = np.full(len(done), None, dtype=object)
                 for i in np.flatnonzero(done).tolist():
                     boxed[i] = _row(self.single_observation_space, r.final_obs, i)
-                info["final_obs"], info["_final_obs"] = boxed, done
+                info["final_obs"], info["_final_obs"] = boxed, done.copy()
                 # The info of the step that ended each episode: the env's values and, when asked for, its
                 # statistics (info itself has the new episode's).
-                info["final_info"], info["_final_info"] = {**stats, **(r.final_info or {})}, done
+                final_stats = {k: v.copy() for k, v in stats.items()}
+                info["final_info"], info["_final_info"] = {**final_stats, **(r.final_info or {})}, done.copy()
         return r.obs, r.reward, r.terminated, r.truncated, info
 
     def _gymnasium_episode(self, r: _core.Result, info: dict[str, Any]) -> None:
@@ -1142,7 +1161,7 @@ class VectorEnv(gym.vector.VectorEnv):
             "l": np.where(done, lengths, 0).astype(np.int32),
             "t": seconds,
         }
-        info["_episode"] = done
+        info["_episode"] = done.copy()
 
 
 def _info_rows_at(info: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:

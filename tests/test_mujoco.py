@@ -179,6 +179,8 @@ OPTION_CASES = [
     ("Ant-v5", {"ctrl_cost_weight": 0.1, "contact_cost_weight": 1e-3, "healthy_reward": 0.5}),
     ("Ant-v5", {"main_body": "torso", "healthy_z_range": (0.3, 0.9), "terminate_when_unhealthy": False}),
     ("Ant-v5", {"contact_force_range": (-0.5, 0.5), "include_cfrc_ext_in_observation": False}),
+    ("Ant-v5", {"contact_force_range": (1.0, -1.0)}),  # inverted: np.clip gives the high bound
+    ("Humanoid-v5", {"contact_cost_range": (3.0, 1.0)}),
     ("Ant-v5", {"exclude_current_positions_from_observation": False, "reset_noise_scale": 0.3, "frame_skip": 3}),
     ("HalfCheetah-v5", {"forward_reward_weight": 2.0, "ctrl_cost_weight": 0.5, "reset_noise_scale": 0.3}),
     ("HalfCheetah-v5", {"exclude_current_positions_from_observation": False, "frame_skip": 2}),
@@ -399,8 +401,12 @@ def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
         fastvec.make("Hopper-v5", 1, xml_file=str(tmp_path))
     with pytest.raises(ValueError, match="no body named 'fingertip'"):
         fastvec.make("Reacher-v5", 1, xml_file="hopper.xml")
-    with pytest.raises(ValueError, match="no body named 'nose'"):
+    with pytest.raises(ValueError, match="main_body: the model has no body named 'nose'"):
         fastvec.make("Ant-v5", 1, main_body="nose")
+    with pytest.raises(ValueError, match="main_body: the model has no body named '1'"):
+        fastvec.make("Ant-v5", 1, main_body="1")  # a name, as gymnasium's data.body("1") takes it
+    with pytest.raises(ValueError, match="'main_body' must be a body index >= 0 or a body name, got -1"):
+        fastvec.make("Ant-v5", 1, main_body=-1)
     with pytest.raises(ValueError, match="main_body 99 is out of range"):
         fastvec.make("Ant-v5", 1, main_body=99)
     with pytest.raises(ValueError, match=f"main_body {10**30} is out of range"):
@@ -448,3 +454,72 @@ def test_gymnasium_make_gives_one_env_as_gymnasium_s():
         for t in range(20):
             assert_same(vec.step(a)[0], ref_vec.step(a)[0], f"{mode} step {t}")
         vec.close(), ref_vec.close()
+
+
+def test_option_values_out_of_float64_are_named():
+    with pytest.raises(ValueError, match="'healthy_z_range' is too large for a float64"):
+        fastvec.make("Hopper-v5", 1, healthy_z_range=(2**1100, 1.0))
+    with pytest.raises(ValueError, match="'ctrl_cost_weight' is too large for a float64"):
+        fastvec.make("Hopper-v5", 1, ctrl_cost_weight=2**1100)
+    with pytest.raises(ValueError, match="reset_noise_scale must be in"):
+        fastvec.make("Hopper-v5", 1, reset_noise_scale=1e308)  # gymnasium's uniform(-s, s) overflows there
+    env = fastvec.make("Ant-v5", 1)
+    assert env.spec.kwargs["main_body"] == 1 and fastvec.registry.lookup("Ant-v5").options["main_body"] == 1
+    env.close()
+
+
+# A model of one sliding box and one motor: smaller than what every env but the pendulums reads.
+ONE_SLIDER = """<mujoco><worldbody><body name="box"><joint name="x" type="slide" axis="1 0 0"/>
+<geom type="box" size=".1 .1 .1" mass="1"/></body></worldbody>
+<actuator><motor joint="x" ctrlrange="-1 1"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+def test_a_model_too_small_for_the_env_is_refused_naming_what_it_lacks(env_id, tmp_path):
+    """A user's model of another robot, with fewer positions, velocities, bodies or sites than the env reads, is a
+    ValueError naming xml_file (never a read out of bounds); HalfCheetah reads only qpos[0], which it has."""
+    path = tmp_path / "slider.xml"
+    path.write_text(ONE_SLIDER)
+    if env_id == "HalfCheetah-v5":
+        env = fastvec.make(env_id, 2, xml_file=str(path))
+        env.reset(seed=0)
+        assert env.step(np.ones((2, 1)))[0].shape == (2, 1)  # qpos[1:] (nothing) and qvel
+        env.close()
+        return
+    with pytest.raises(ValueError, match=r"xml_file: .*(the model has 1 position|no body named|has none)"):
+        fastvec.make(env_id, 2, xml_file=str(path))
+
+
+def test_a_mujoco_fatal_error_is_the_env_s_error_and_the_process_goes_on(tmp_path):
+    """MuJoCo's fatal errors (here: a model whose arena is too small to step) end the process by default;
+    fastvec raises them as the env's error, as gymnasium raises mujoco.FatalError, and the pool stays usable."""
+    text = (fastvec.mujoco_models.assets_dir() / "half_cheetah.xml").read_text()
+    tiny = tmp_path / "tiny.xml"
+    tiny.write_text(text.replace('<mujoco model="cheetah">', '<mujoco model="cheetah"><size memory="3K"/>'))
+    assert "memory" in tiny.read_text()
+    env = fastvec.make("HalfCheetah-v5", 2, xml_file=str(tiny))
+    with pytest.raises(fastvec.EnvError, match=r"env 0 raised: MuJoCo: .*"):
+        env.reset(seed=0)
+    with pytest.raises(fastvec.EnvError, match="MuJoCo"):
+        env.reset(seed=0)  # still too small, and still an error, not an exit
+    env.close()
+    ok = fastvec.make("HalfCheetah-v5", 2)
+    ok.reset(seed=0)
+    ok.step(np.zeros((2, 6)))
+    ok.close()
+
+
+def test_each_info_mask_is_an_array_of_its_own():
+    env = fastvec.make("Hopper-v5", 3, autoreset_mode="same_step", seed=0)
+    env.reset()
+    for _ in range(200):
+        *_, info = env.step(np.full((3, 3), 1.0))
+        if "final_info" in info:
+            break
+    masks = [v for k, v in info.items() if k.startswith("_")] + [
+        v for k, v in info["final_info"].items() if k.startswith("_")
+    ]
+    assert len(masks) > 4
+    for i, m in enumerate(masks):  # no two share memory: changing one in place changes no other
+        assert not any(np.shares_memory(m, other) for other in masks[i + 1 :])
+    env.close()

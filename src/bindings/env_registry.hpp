@@ -47,13 +47,15 @@ double loop_rate(const core::Options& options, int64_t steps, int max_episode_st
   const core::Spec spec = E::spec(options);
   E env(1, options);
   core::Pcg64 rng = core::single_rng(0);
-  const size_t width = core::kDiscreteActions<E> ? 1 : spec.action_low.size();
+  // (a model without actuators has no action elements: one slot each still, never read)
+  const size_t width = core::kDiscreteActions<E> ? 1 : std::max<size_t>(1, spec.action_low.size());
   std::vector<Action> actions(static_cast<size_t>(std::min<int64_t>(steps, 4096)) * width);
   for (size_t k = 0; k < actions.size(); ++k) {
     const size_t j = k % width;
     actions[k] = core::kDiscreteActions<E>
                      ? static_cast<Action>(rng.next_u64() % static_cast<uint64_t>(spec.num_actions))
-                     : static_cast<Action>(rng.uniform(spec.action_low[j], spec.action_high[j]));
+                 : j < spec.action_low.size() ? static_cast<Action>(rng.uniform(spec.action_low[j], spec.action_high[j]))
+                                              : Action{};
   }
   size_t obs_size = 1;
   for (int64_t d : spec.obs_shape) obs_size *= static_cast<size_t>(d);

@@ -203,7 +203,8 @@ class NativePool {
     reward_dtype_ = py::dtype(pool_->reward_dtype());
     double_actions_ = std::string(pool_->action_dtype()) == "float64";
     const std::vector<size_t> offsets = core::info_offsets(s.info);
-    info_row_bytes_ = static_cast<py::ssize_t>(core::info_row_bytes(s.info));
+    info_row_bytes_ = static_cast<py::ssize_t>(core::info_row_bytes(s.info, s.info_masks));
+    info_mask_offset_ = static_cast<py::ssize_t>(core::info_mask_offset(s.info));
     for (size_t k = 0; k < s.info.size(); ++k)
       info_columns_.push_back({py::str(s.info[k].name), py::str("_" + s.info[k].name),
                                py::dtype(core::info_dtype(s.info[k].type)), static_cast<py::ssize_t>(offsets[k]),
@@ -563,9 +564,9 @@ class NativePool {
   }
 
   // A Result of numpy arrays viewing the batch, which stays alive (and
-  // unrecycled) while any of them does. The env's int32 info values
-  // (spec.info_names) become info[name] columns; in same-step mode the
-  // ended episodes' final values become final_info[name] with masks.
+  // unrecycled) while any of them does. The env's info fields (spec.info)
+  // become info[name] columns; in same-step mode the ended episodes' final
+  // values become final_info[name] with masks.
   py::object result(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
     Batch* b = batch.get();
     py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
@@ -577,27 +578,26 @@ class NativePool {
     std::vector<py::ssize_t> obs_shape = obs_shape_;
     obs_shape[0] = rows;
     const int obs_nd = static_cast<int>(obs_shape.size());
-    // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size). `mask`: one
-    // for every field (final_info's), or None: the row's own (Spec::info_masks) or none.
+    // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size), and its "_name"
+    // mask: with Spec::info_masks, the pool's column of the row (a view of its own memory: a caller may change
+    // one mask in place, as gymnasium's are separate arrays); without, in final_info only, a copy of `ended`.
     // As gymnasium's vector envs, a key that no row has is left out (a reset's info lacks a step's keys).
-    auto columns = [&](std::byte* p, py::dict into, const py::object& mask) {
-      py::object step_mask, any_mask;
-      bool any_step = true, any_info = true;
-      if (mask.is_none() && info_masks_) {
-        step_mask = vec(b->step_info());
-        any_mask = vec(b->has_info());
-        any_step = std::memchr(b->step_info(), 1, rows) != nullptr;
-        any_info = std::memchr(b->has_info(), 1, rows) != nullptr;
-      }
-      for (const InfoColumn& c : info_columns_) {
-        if (!(c.at_reset ? any_info : any_step)) continue;
+    auto columns = [&](std::byte* p, py::dict into, bool final) {
+      for (size_t k = 0; k < info_columns_.size(); ++k) {
+        const InfoColumn& c = info_columns_[k];
+        std::byte* mask = p + info_mask_offset_ + static_cast<py::ssize_t>(k);
+        if (info_masks_ && !final) {
+          bool any = false;
+          for (py::ssize_t r = 0; r < rows && !any; ++r) any = mask[r * info_row_bytes_] != std::byte{0};
+          if (!any) continue;
+        }
         const py::ssize_t item = c.dtype.itemsize();
         const py::ssize_t shape[2] = {rows, c.size}, strides[2] = {info_row_bytes_, item};
         into[c.key] = view(c.dtype, c.size == 1 ? 1 : 2, shape, strides, p + c.offset, owner);
-        if (!mask.is_none()) {
-          into[c.mask_key] = mask;
-        } else if (info_masks_) {
-          into[c.mask_key] = c.at_reset ? any_mask : step_mask;
+        if (info_masks_) {
+          into[c.mask_key] = view(bool_dtype_, 1, &rows, &info_row_bytes_, mask, owner);
+        } else if (final) {
+          into[c.mask_key] = vec(b->ended()).attr("copy")();
         }
       }
     };
@@ -613,7 +613,7 @@ class NativePool {
         players[env_id_key_] = env_id;
         values[players_key_] = players;
       }
-      columns(b->info(0), values, none);
+      columns(b->info(0), values, false);
       info = values;
     }
     py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
@@ -624,7 +624,7 @@ class NativePool {
       if (b->layout().with_final_obs) {
         final_obs = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
         py::dict finals;
-        columns(b->final_info(0), finals, ended);
+        columns(b->final_info(0), finals, true);
         final_info = finals;
       }
     }
@@ -645,7 +645,7 @@ class NativePool {
   std::string timeout_text_;
   std::unique_ptr<PoolBase> pool_;
   std::vector<py::ssize_t> obs_shape_;
-  py::dtype obs_dtype_, reward_dtype_;
+  py::dtype obs_dtype_, reward_dtype_, bool_dtype_ = py::dtype::of<bool>();
   bool double_actions_ = false;  // the env takes float64 actions (pool_->action_dtype())
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
@@ -659,7 +659,7 @@ class NativePool {
     bool at_reset;
   };
   std::vector<InfoColumn> info_columns_;
-  py::ssize_t info_row_bytes_ = 0;
+  py::ssize_t info_row_bytes_ = 0, info_mask_offset_ = 0;
   bool info_masks_ = false;
   py::object env_id_key_ = py::str("env_id"), players_key_ = py::str("players");
 };

@@ -1,7 +1,7 @@
 #pragma once
 // Result buffers. A Batch holds one recv()'s worth of rows: observations,
-// rewards, flags, env ids, the env's info values (and where they are
-// present) and episode statistics, laid out as the arrays Python receives. Workers write rows; recv hands the whole Batch to Python
+// rewards, flags, env ids, the env's info values (with their masks) and
+// episode statistics, laid out as the arrays Python receives. Workers write rows; recv hands the whole Batch to Python
 // (numpy arrays viewing it, owned through a shared_ptr), and the Batch is
 // recycled only when Python has dropped every array viewing it.
 
@@ -22,7 +22,7 @@ struct BatchLayout {
   size_t obs_bytes = 0;     // bytes of one env's observation
   size_t reward_bytes = 4;  // float32 or float64 rewards
   bool with_final_obs = false;
-  size_t info_bytes = 0;  // bytes of one row of the env's info values (info_row_bytes(Spec::info))
+  size_t info_bytes = 0;  // bytes of one row of the env's info values and masks (info_row_bytes)
 };
 
 class Batch {
@@ -52,11 +52,6 @@ class Batch {
   // Same-step autoreset: the info values of the step that ended an episode
   // (info() has the new episode's).
   std::byte* final_info(int row) { return data_ + off_.final_info + static_cast<size_t>(row) * layout_.info_bytes; }
-  // Where info values are present (Spec::info_masks): rows whose info is a
-  // step's (every field), and rows that have info at all (a step's or a
-  // reset's: the at_reset fields).
-  bool* step_info() { return at<bool>(off_.step_info); }
-  bool* has_info() { return at<bool>(off_.has_info); }
   bool* terminated() { return at<bool>(off_.terminated); }
   bool* truncated() { return at<bool>(off_.truncated); }
   bool* ended() { return at<bool>(off_.ended); }  // terminated || truncated: an episode ended
@@ -72,8 +67,6 @@ class Batch {
     }
     std::memcpy(info(to), info(from), inf);
     std::memcpy(reward_bytes() + to * rb, reward_bytes() + from * rb, rb);
-    step_info()[to] = step_info()[from];
-    has_info()[to] = has_info()[from];
     episode_return()[to] = episode_return()[from];
     episode_length()[to] = episode_length()[from];
     env_id()[to] = env_id()[from];
@@ -96,7 +89,7 @@ class Batch {
   // Where each array starts in the allocation, and its size.
   struct Offsets {
     size_t obs, final_obs, reward, episode_return, episode_length, env_id, info, final_info, terminated, truncated,
-        ended, step_info, has_info, size;
+        ended, size;
   };
   static Offsets plan(const BatchLayout& layout) {
     size_t off = 0;
@@ -118,8 +111,6 @@ class Batch {
     o.terminated = take(r);
     o.truncated = take(r);
     o.ended = take(r);
-    o.step_info = take(r);
-    o.has_info = take(r);
     o.size = off;
     return o;
   }

@@ -111,16 +111,19 @@ class BlockStepper {
         num_blocks_(cfg.num_envs / block_size),
         obs_size_(obs_size),
         action_size_(action_size),
-        info_bytes_(info_row_bytes(spec.info)),
+        info_bytes_(info_row_bytes(spec.info, spec.info_masks)),
         elapsed_info_(cfg.elapsed_info),
-        info_masks_(spec.info_masks) {
+        info_masks_(spec.info_masks),
+        mask_offset_(info_mask_offset(spec.info)) {
     // The pool's elapsed_step column is the last field (Pool adds it to the spec); a reset's info zeroes the
     // fields that only a step has (with masks).
     const std::vector<size_t> offsets = info_offsets(spec.info);
     if (elapsed_info_) elapsed_offset_ = offsets.back();
-    for (size_t k = 0; k < spec.info.size(); ++k)
+    for (size_t k = 0; k < spec.info.size(); ++k) {
+      at_reset_.push_back(spec.info[k].at_reset);
       if (!spec.info[k].at_reset)
         step_only_.emplace_back(offsets[k], info_bytes(spec.info[k].type) * static_cast<size_t>(spec.info[k].size));
+    }
     const int n = cfg.num_envs;
     busy = std::vector<std::atomic<int>>(static_cast<size_t>(num_blocks_));
     rng.reserve(n);
@@ -254,7 +257,7 @@ class BlockStepper {
   // Flags are bool, not uint8_t: a store through a char type may alias
   // anything, and would stop the compiler keeping the env's arrays in
   // registers across the step loop.
-  // step_info/has_info: the env's info is a step's / a step's or a reset's (Batch::step_info, has_info).
+  // step_info/has_info: the env's info is a step's / a step's or a reset's (the masks write_info writes).
   struct Scratch {
     std::vector<Reward> reward;
     std::unique_ptr<bool[]> terminated, truncated, ended, stepped, step_info, has_info;
@@ -378,8 +381,8 @@ class BlockStepper {
       }
       guarded(e, i, s, [&] {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
-        write_info(env, i, e, s.final_info.data() + static_cast<size_t>(i) * info_bytes_, true,
-                   true);  // (empty: no info)
+        // (final_info is empty when the env has no info fields)
+        write_info(env, i, e, s.final_info.data() + static_cast<size_t>(i) * info_bytes_, true, true);
         reset_env(env, i, e);
         s.step_info[i] = false;  // the row's info is the new episode's
       });
@@ -400,8 +403,6 @@ class BlockStepper {
     if (kHasInfo || elapsed_info_) {
       for (int i = 0; i < n; ++i) write_info(env, i, base + i, out.info(row0 + i), s.step_info[i], s.has_info[i]);
     }
-    std::memcpy(out.step_info() + row0, s.step_info.get(), n);
-    std::memcpy(out.has_info() + row0, s.has_info.get(), n);
     std::memcpy(out.template reward<Reward>() + row0, s.reward.data(), n * sizeof(Reward));
     std::memcpy(out.terminated() + row0, s.terminated.get(), n);
     std::memcpy(out.truncated() + row0, s.truncated.get(), n);
@@ -430,8 +431,6 @@ class BlockStepper {
     write_obs(env, s, base, i, obs);
     if (broken[base + i]) std::fill_n(obs, obs_size_, Obs{});  // an env that threw reports zeros
     write_info(env, i, base + i, out.info(row), s.step_info[i], s.has_info[i]);
-    out.step_info()[row] = s.step_info[i];
-    out.has_info()[row] = s.has_info[i];
     out.template reward<Reward>()[row] = s.reward[i];
     out.terminated()[row] = s.terminated[i];
     out.truncated()[row] = s.truncated[i];
@@ -444,19 +443,23 @@ class BlockStepper {
   }
 
   // Env i's info values (env e of the pool): the env's own, then the pool's (PoolConfig::elapsed_info). With
-  // masks, what a row's info lacks is 0 (a reset's: the fields only a step has; a row without info: all).
+  // masks, what a row's info lacks is 0 (a reset's: the fields only a step has; a row without info: all), and
+  // each field's mask says whether the row has it.
   void write_info(const E& env, int i, int e, std::byte* out, bool step_info, bool has_info) const noexcept {
     if constexpr (kHasInfo) {
       static_assert(noexcept(env.write_info(0, static_cast<std::byte*>(nullptr))), "write_info must not throw");
       env.write_info(i, out);
     }
     if (elapsed_info_) std::memcpy(out + elapsed_offset_, &elapsed[e], sizeof(int32_t));
-    if (!info_masks_ || step_info) return;
+    if (!info_masks_) return;
     if (!has_info) {
       std::memset(out, 0, info_bytes_);
       return;
     }
-    for (const auto& [offset, bytes] : step_only_) std::memset(out + offset, 0, bytes);
+    if (!step_info)
+      for (const auto& [offset, bytes] : step_only_) std::memset(out + offset, 0, bytes);
+    bool* mask = reinterpret_cast<bool*>(out + mask_offset_);
+    for (size_t k = 0; k < at_reset_.size(); ++k) mask[k] = step_info || at_reset_[k];
   }
 
   void write_obs(E& env, Scratch& s, int base, int i, Obs* out) {
@@ -505,7 +508,9 @@ class BlockStepper {
   const int block_size_, num_blocks_;
   const size_t obs_size_, action_size_, info_bytes_;
   const bool elapsed_info_, info_masks_;
+  const size_t mask_offset_;  // where an info row's masks start (with info_masks_)
   size_t elapsed_offset_ = 0;
+  std::vector<uint8_t> at_reset_;  // per field: in a reset's info too
   std::vector<std::pair<size_t, size_t>> step_only_;  // (offset, bytes) of the fields a reset's info lacks
   std::vector<std::unique_ptr<E>> blocks_;
   std::vector<Scratch> scratch_;

@@ -21,7 +21,7 @@ struct OptionSpec {
   //   default, which fastvec's registry resolves to a path as for a user's.
   // kRange: a (low, high) pair of reals (gymnasium's healthy_z_range, ...),
   //   fallback and fallback_high its default; each is checked against low, high.
-  // kName: an int index or a name (Ant's main_body), given as text.
+  // kName: an int index or a name (Ant's main_body), given as text: "index:<n>" or "name:<s>".
   enum class Kind { kBool, kInt, kReal, kString, kFile, kRange, kName };
   std::string name;  // the Python keyword
   Kind kind;

@@ -74,7 +74,7 @@ class Pool final : public PoolBase {
         num_blocks_(cfg_.num_envs / block_size_),
         sync_(cfg_.batch_size == cfg_.num_envs),
         layout_{cfg_.batch_size, obs_size_ * sizeof(Obs), sizeof(Reward),
-                cfg_.autoreset_mode == AutoresetMode::kSameStep, info_row_bytes(spec_.info)},
+                cfg_.autoreset_mode == AutoresetMode::kSameStep, info_row_bytes(spec_.info, spec_.info_masks)},
         memory_checked_(check_memory()),
         envs_(cfg_, spec_, block_size_, obs_size_, action_size_),
         ring_(layout_, cfg_.num_envs, cfg_.batch_size),

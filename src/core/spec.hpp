@@ -41,14 +41,19 @@ inline std::vector<size_t> info_offsets(const std::vector<InfoField>& fields) {
   return out;
 }
 
-// The bytes of one info row: a multiple of its widest element, so that rows stay aligned.
-inline size_t info_row_bytes(const std::vector<InfoField>& fields) {
-  size_t end = 0, align = 1;
+// The bytes of one info row: the fields, then with `masks` one bool per field
+// (at info_mask_offset: the field's "_name" mask for the row), rounded to a
+// multiple of the widest element so that rows stay aligned.
+inline size_t info_mask_offset(const std::vector<InfoField>& fields) {
+  size_t end = 0;
   const std::vector<size_t> off = info_offsets(fields);
-  for (size_t k = 0; k < fields.size(); ++k) {
-    end = off[k] + info_bytes(fields[k].type) * static_cast<size_t>(fields[k].size);
-    align = std::max(align, info_bytes(fields[k].type));
-  }
+  for (size_t k = 0; k < fields.size(); ++k) end = off[k] + info_bytes(fields[k].type) * static_cast<size_t>(fields[k].size);
+  return end;
+}
+inline size_t info_row_bytes(const std::vector<InfoField>& fields, bool masks = false) {
+  size_t align = 1;
+  for (const InfoField& f : fields) align = std::max(align, info_bytes(f.type));
+  const size_t end = info_mask_offset(fields) + (masks ? fields.size() : 0);
   return (end + align - 1) / align * align;
 }
 
@@ -77,7 +82,9 @@ struct Spec {
   // envs batch an env's info dicts): rows whose info is a step's have every
   // field, rows whose info is a reset's only the at_reset ones, rows that
   // only report their observation (a partial reset's others) none; the
-  // values outside a mask are 0. Without: every row has every field.
+  // values outside a mask are 0. The pool writes the masks into the info row
+  // (info_row_bytes(info, true)), so each is an array of its own. Without:
+  // every row has every field.
   bool info_masks = false;
   // (H, W, 3): the uint8 RGB frame the env's render(i, out) writes (Atari's
   // screen); empty: the env has no render (Python draws it from its state).

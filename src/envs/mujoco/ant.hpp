@@ -18,11 +18,11 @@ class Ant : public MujocoEnv {
          {"ctrl_cost_weight", K::kReal, 0.5},
          {"contact_cost_weight", K::kReal, 5e-4},
          {"healthy_reward", K::kReal, 1.0},
-         {.name = "main_body", .kind = K::kName, .text_fallback = "1"},
+         {.name = "main_body", .kind = K::kName, .text_fallback = "index:1"},
          {"terminate_when_unhealthy", K::kBool, 1},
          {.name = "healthy_z_range", .kind = K::kRange, .fallback = 0.2, .fallback_high = 1.0},
          {.name = "contact_force_range", .kind = K::kRange, .fallback = -1.0, .fallback_high = 1.0},
-         {"reset_noise_scale", K::kReal, 0.1},
+         noise_option(0.1),
          {"exclude_current_positions_from_observation", K::kBool, 1},
          {"include_cfrc_ext_in_observation", K::kBool, 1}});
   }
@@ -33,6 +33,7 @@ class Ant : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 3, 0, "Ant reads its x, y and z, qpos[0:3]");
     const int64_t size = m->nq + m->nv - 2 * o.flag("exclude_current_positions_from_observation") +
                          (m->nbody - 1) * 6 * o.flag("include_cfrc_ext_in_observation");
     return simulation_spec(*m, size, info(), 30e3 * o.integer("frame_skip"));
@@ -110,13 +111,16 @@ class Ant : public MujocoEnv {
     return finite && healthy_z_[0] <= d.qpos[2] && d.qpos[2] <= healthy_z_[1];
   }
 
-  // gymnasium's data.body(main_body): a body index or a body name.
+  // gymnasium's data.body(main_body): a body index ("index:<n>", n >= 0) or a body name ("name:<s>").
   static int main_body(const Simulation& sim, const std::string& body) {
-    const bool index = !body.empty() && body.find_first_not_of("0123456789") == std::string::npos;
-    if (!index) return sim.body(body.c_str());
-    const long long id = body.size() > 18 ? LLONG_MAX : std::stoll(body);
+    if (body.starts_with("name:")) return sim.body(body.c_str() + 5, "main_body");
+    const std::string digits = body.substr(body.find(':') + 1);
+    const bool index = body.starts_with("index:") && !digits.empty() &&
+                       digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!index) throw std::invalid_argument("main_body must be a body index or name, got '" + body + "'");
+    const long long id = digits.size() > 18 ? LLONG_MAX : std::stoll(digits);
     if (id >= sim.model().nbody)
-      throw std::invalid_argument("main_body " + body + " is out of range: the model has " +
+      throw std::invalid_argument("main_body " + digits + " is out of range: the model has " +
                                   std::to_string(sim.model().nbody) + " bodies");
     return static_cast<int>(id);
   }

@@ -12,7 +12,7 @@ class HalfCheetah : public MujocoEnv {
     return with_simulation_options("half_cheetah.xml", 5,
                                    {{"forward_reward_weight", K::kReal, 1.0},
                                     {"ctrl_cost_weight", K::kReal, 0.1},
-                                    {"reset_noise_scale", K::kReal, 0.1},
+                                    noise_option(0.1),
                                     {"exclude_current_positions_from_observation", K::kBool, 1}});
   }
   static std::vector<core::InfoField> info() {
@@ -21,6 +21,7 @@ class HalfCheetah : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 1, 0, "HalfCheetah reads its x position, qpos[0]");
     const int64_t skip = o.flag("exclude_current_positions_from_observation");
     return simulation_spec(*m, m->nq + m->nv - skip, info(), 4e3 * o.integer("frame_skip"));
   }

@@ -20,6 +20,7 @@ class PlanarWalker : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 3, 0, "a planar walker reads its x, z and angle, qpos[0:3]");
     const int64_t skip = o.flag("exclude_current_positions_from_observation");
     return simulation_spec(*m, m->nq + m->nv - skip, info(), Health::kStepCostNs * o.integer("frame_skip"));
   }
@@ -121,7 +122,7 @@ class Hopper : public PlanarWalker<HopperHealth> {
          {.name = "healthy_state_range", .kind = K::kRange, .fallback = -100.0, .fallback_high = 100.0},
          {.name = "healthy_z_range", .kind = K::kRange, .fallback = 0.7, .fallback_high = inf},
          {.name = "healthy_angle_range", .kind = K::kRange, .fallback = -0.2, .fallback_high = 0.2},
-         {"reset_noise_scale", K::kReal, 5e-3},
+         noise_option(5e-3),
          {"exclude_current_positions_from_observation", K::kBool, 1}});
   }
 };
@@ -139,7 +140,7 @@ class Walker2d : public PlanarWalker<Walker2dHealth> {
          {"terminate_when_unhealthy", K::kBool, 1},
          {.name = "healthy_z_range", .kind = K::kRange, .fallback = 0.8, .fallback_high = 2.0},
          {.name = "healthy_angle_range", .kind = K::kRange, .fallback = -1.0, .fallback_high = 1.0},
-         {"reset_noise_scale", K::kReal, 5e-3},
+         noise_option(5e-3),
          {"exclude_current_positions_from_observation", K::kBool, 1}});
   }
 };

@@ -18,7 +18,7 @@ class HumanoidBody : public MujocoEnv {
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     core::OptionTable own = Task::task_options();
-    own.insert(own.end(), {{"reset_noise_scale", K::kReal, 1e-2},
+    own.insert(own.end(), {noise_option(1e-2),
                            {"exclude_current_positions_from_observation", K::kBool, 1},
                            {"include_cinert_in_observation", K::kBool, 1},
                            {"include_cvel_in_observation", K::kBool, 1},
@@ -28,6 +28,8 @@ class HumanoidBody : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 3, o.flag("include_qfrc_actuator_in_observation") ? 6 : 0,
+                "a humanoid reads its x, y and z, qpos[0:3], and its actuator forces are qfrc_actuator[6:]");
     const int64_t bodies = m->nbody - 1;
     const int64_t size = m->nq + m->nv - 2 * o.flag("exclude_current_positions_from_observation") +
                          bodies * 10 * o.flag("include_cinert_in_observation") +
@@ -45,11 +47,7 @@ class HumanoidBody : public MujocoEnv {
         cinert_(o.flag("include_cinert_in_observation")),
         cvel_(o.flag("include_cvel_in_observation")),
         qfrc_actuator_(o.flag("include_qfrc_actuator_in_observation")),
-        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")) {
-    if (qfrc_actuator_ && sim_.nv() < 6)
-      throw std::invalid_argument("xml_file: the observation's actuator forces are qfrc_actuator[6:], but the model has " +
-                                  std::to_string(sim_.nv()) + " degrees of freedom");
-  }
+        cfrc_ext_(o.flag("include_cfrc_ext_in_observation")) {}
 
   void reset(int i, core::Pcg64& rng) {
     reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform);

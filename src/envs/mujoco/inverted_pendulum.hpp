@@ -10,7 +10,7 @@ class InvertedPendulum : public MujocoEnv {
  public:
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
-    return with_simulation_options("inverted_pendulum.xml", 2, {{"reset_noise_scale", K::kReal, 0.01}});
+    return with_simulation_options("inverted_pendulum.xml", 2, {noise_option(0.01)});
   }
   // reward_survive is a Python int in gymnasium's info: int64 in its vector envs.
   static std::vector<core::InfoField> info() {
@@ -18,13 +18,12 @@ class InvertedPendulum : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 2, 0, "the pendulum's angle is qpos[1]");
     return simulation_spec(*m, m->nq + m->nv, info(), 4e3 * o.integer("frame_skip"));
   }
 
   InvertedPendulum(int n, const core::Options& o)
-      : MujocoEnv(n, o, info()), reset_noise_scale_(o.get("reset_noise_scale")) {
-    if (sim_.nq() < 2) throw std::invalid_argument("xml_file: the pendulum's angle is qpos[1], but the model has nq < 2");
-  }
+      : MujocoEnv(n, o, info()), reset_noise_scale_(o.get("reset_noise_scale")) {}
 
   void reset(int i, core::Pcg64& rng) { reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kUniform); }
 
@@ -55,23 +54,22 @@ class InvertedDoublePendulum : public MujocoEnv {
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     return with_simulation_options("inverted_double_pendulum.xml", 5,
-                                   {{"healthy_reward", K::kReal, 10.0}, {"reset_noise_scale", K::kReal, 0.1}});
+                                   {{"healthy_reward", K::kReal, 10.0}, noise_option(0.1)});
   }
   static std::vector<core::InfoField> info() {
     return {step_field("reward_survive"), step_field("distance_penalty"), step_field("velocity_penalty")};
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 1, 3, "the double pendulum reads qpos[0] and qvel[1:3]");
+    if (m->nsite < 1) throw std::invalid_argument("xml_file: the double pendulum's tip is site 0, but the model has none");
     return simulation_spec(*m, 1 + 2 * (m->nq - 1) + m->nv + 1, info(), 4.6e3 * o.integer("frame_skip"));
   }
 
   InvertedDoublePendulum(int n, const core::Options& o)
       : MujocoEnv(n, o, info()),
         healthy_reward_(o.get("healthy_reward")),
-        reset_noise_scale_(o.get("reset_noise_scale")) {
-    if (sim_.model().nsite < 1 || sim_.nv() < 3)
-      throw std::invalid_argument("xml_file: the double pendulum needs a tip site (site 0) and qvel[1:3]");
-  }
+        reset_noise_scale_(o.get("reset_noise_scale")) {}
 
   void reset(int i, core::Pcg64& rng) { reset_with_noise(i, rng, reset_noise_scale_, VelocityNoise::kNormal); }
 

@@ -18,6 +18,7 @@ class Reacher : public MujocoEnv {
   static std::vector<core::InfoField> info() { return {step_field("reward_dist"), step_field("reward_ctrl")}; }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 4, 2, "Reacher's model has two arm joints and a two-coordinate target");
     return simulation_spec(*m, 2 + 2 + (m->nq - 2) + 2 + 2, info(), 5e3 * o.integer("frame_skip"));
   }
 
@@ -26,10 +27,7 @@ class Reacher : public MujocoEnv {
         reward_dist_weight_(o.get("reward_dist_weight")),
         reward_control_weight_(o.get("reward_control_weight")),
         fingertip_(sim_.body("fingertip")),
-        target_(sim_.body("target")) {
-    if (sim_.nq() < 4 || sim_.nv() < 2)
-      throw std::invalid_argument("xml_file: Reacher's model has two arm joints and a two-coordinate target");
-  }
+        target_(sim_.body("target")) {}
 
   void reset(int i, core::Pcg64& rng) {
     sim_.reset_data(i);
@@ -99,6 +97,7 @@ class Pusher : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 11, 7, "Pusher's model has seven arm joints, an object and a goal");
     return simulation_spec(*m, 7 + 7 + 3 * 3, info(), 4.4e3 * o.integer("frame_skip"));
   }
 
@@ -109,10 +108,7 @@ class Pusher : public MujocoEnv {
         reward_control_weight_(o.get("reward_control_weight")),
         tips_arm_(sim_.body("tips_arm")),
         object_(sim_.body("object")),
-        goal_(sim_.body("goal")) {
-    if (sim_.nq() < 11 || sim_.nv() < 7)
-      throw std::invalid_argument("xml_file: Pusher's model has seven arm joints, an object and a goal");
-  }
+        goal_(sim_.body("goal")) {}
 
   void reset(int i, core::Pcg64& rng) {
     sim_.reset_data(i);

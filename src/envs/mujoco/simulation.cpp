@@ -23,7 +23,8 @@ std::string read_file(const std::string& path) {
 }
 
 // Models by path, kept while someone holds them (and the last one loaded, so that a pool's spec and its
-// blocks load a file once); a file whose contents changed is loaded again.
+// blocks load a file once); a file whose contents changed is loaded again (only the file itself is compared:
+// a model whose <include>d files or assets change while a pool of it lives is not reloaded).
 class ModelCache {
  public:
   std::shared_ptr<const mjModel> get(const std::string& path) {
@@ -37,6 +38,7 @@ class ModelCache {
     const mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
     if (m == nullptr) throw std::invalid_argument("xml_file: MuJoCo cannot load " + path + ": " + error);
     std::shared_ptr<const mjModel> model(m, ModelDeleter{});
+    std::erase_if(models_, [](const auto& entry) { return entry.second.model.expired(); });
     models_[path] = {text, model};
     return last_ = model;
   }
@@ -56,6 +58,19 @@ ModelCache& cache() {
   return c;
 }
 
+// MuJoCo's fatal errors (mju_error: an arena too small for a user's model, ...) end the process by default, as
+// exit(1). Thrown instead, from the env's call into MuJoCo, they are its env's error (the pool names the env and
+// the env needs a reset, which mj_resetData makes clean), as gymnasium gets mujoco.FatalError. Installed once,
+// only if no one else has set the handler.
+[[noreturn]] void throw_mujoco_error(const char* message) { throw core::EnvError(std::string("MuJoCo: ") + message); }
+
+void install_error_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (mju_user_error == nullptr) mju_user_error = throw_mujoco_error;
+  });
+}
+
 }  // namespace
 
 void check_library_version() {
@@ -67,7 +82,15 @@ void check_library_version() {
 
 std::shared_ptr<const mjModel> load_model(const std::string& path) {
   check_library_version();
+  install_error_handler();
   return cache().get(path);
+}
+
+void check_model(const mjModel& m, int64_t min_nq, int64_t min_nv, const char* what) {
+  if (m.nq >= min_nq && m.nv >= min_nv) return;
+  throw std::invalid_argument("xml_file: " + std::string(what) + ", but the model has " + std::to_string(m.nq) +
+                              " position(s) and " + std::to_string(m.nv) + " velocity(ies) (at least " +
+                              std::to_string(min_nq) + " and " + std::to_string(min_nv) + " are needed)");
 }
 
 core::Spec simulation_spec(const mjModel& m, int64_t obs_size, std::vector<core::InfoField> info,
@@ -126,9 +149,9 @@ void Simulation::add_normal(core::Pcg64& rng, const double* init, double scale, 
   for (int k = 0; k < n; ++k) out[k] = init[k] + scale * rng.standard_normal();
 }
 
-int Simulation::body(const char* name) const {
+int Simulation::body(const char* name, const char* option) const {
   const int id = mj_name2id(model_.get(), mjOBJ_BODY, name);
-  if (id < 0) throw std::invalid_argument(std::string("xml_file: the model has no body named '") + name + "'");
+  if (id < 0) throw std::invalid_argument(std::string(option) + ": the model has no body named '" + name + "'");
   return id;
 }
 

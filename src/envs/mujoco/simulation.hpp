@@ -71,8 +71,8 @@ inline double sum_of_squares(const double* a, int64_t n) {
   return 0.0 + pairwise_sum([a](int64_t i) { return a[i] * a[i]; }, 0, n);
 }
 
-// np.clip(x, lo, hi) of a float64 (NaN stays NaN).
-inline double clip(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// np.clip(x, lo, hi) of a float64: min(max(x, lo), hi) (hi when lo > hi; NaN stays NaN, -0.0 stays -0.0).
+inline double clip(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
 
 // np.sum(np.square(np.clip(a, lo, hi))) of n float64 values.
 inline double sum_of_clipped_squares(const double* a, int64_t n, double lo, double hi) {
@@ -109,6 +109,19 @@ struct DataDeleter {
   void operator()(mjData* d) const { mj_deleteData(d); }
 };
 using DataPtr = std::unique_ptr<mjData, DataDeleter>;
+
+// Refuses (std::invalid_argument naming xml_file) a model smaller than what the
+// env reads of it: at least min_nq positions and min_nv velocities (`what`
+// says why), so that a user's model of another robot is an error, not a read
+// out of bounds.
+void check_model(const mjModel& m, int64_t min_nq, int64_t min_nv, const char* what);
+
+// reset_noise_scale, with the env's default: numpy's uniform(-s, s) needs 2 s
+// finite (gymnasium's reset raises OverflowError past it).
+inline core::OptionSpec noise_option(double fallback) {
+  return {.name = "reset_noise_scale", .kind = core::OptionSpec::Kind::kReal, .fallback = fallback, .low = -8e307,
+          .high = 8e307};
+}
 
 // The options every MuJoCo env takes (gymnasium's MujocoEnv arguments that
 // change the physics), with the env's defaults.
@@ -170,8 +183,8 @@ class Simulation {
   static void add_uniform(core::Pcg64& rng, const double* init, double lo, double hi, int n, double* out);
   static void add_normal(core::Pcg64& rng, const double* init, double scale, int n, double* out);
 
-  // The index of body `name` (a TypeError-like std::invalid_argument naming the env's need if absent).
-  int body(const char* name) const;
+  // The index of body `name`; absent, std::invalid_argument naming `option` (the option that asked for it).
+  int body(const char* name, const char* option = "xml_file") const;
 
  private:
   std::shared_ptr<const mjModel> model_;

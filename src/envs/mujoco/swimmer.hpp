@@ -12,7 +12,7 @@ class Swimmer : public MujocoEnv {
     return with_simulation_options("swimmer.xml", 4,
                                    {{"forward_reward_weight", K::kReal, 1.0},
                                     {"ctrl_cost_weight", K::kReal, 1e-4},
-                                    {"reset_noise_scale", K::kReal, 0.1},
+                                    noise_option(0.1),
                                     {"exclude_current_positions_from_observation", K::kBool, 1}});
   }
   static std::vector<core::InfoField> info() {
@@ -22,6 +22,7 @@ class Swimmer : public MujocoEnv {
   }
   static core::Spec spec(const core::Options& o) {
     const std::shared_ptr<const mjModel> m = model_of(o);
+    check_model(*m, 2, 0, "Swimmer reads its x and y positions, qpos[0:2]");
     const int64_t skip = 2 * o.flag("exclude_current_positions_from_observation");
     return simulation_spec(*m, m->nq + m->nv - skip, info(), 6e3 * o.integer("frame_skip"));
   }
