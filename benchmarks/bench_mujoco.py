@@ -342,38 +342,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="MuJoCo env ids or names (default: %(default)s); any of: " + ", ".join(runners.MUJOCO_ENVS),
     )
     p.add_argument("--all-envs", action="store_true", help="all eleven MuJoCo envs (overrides --envs)")
-    p.add_argument(
-        "--num-envs", type=int, nargs="+", default=list(DEFAULT_NUM_ENVS), help="num_envs values (default: %(default)s)"
+    measure.add_grid_arguments(
+        p,
+        num_envs=list(DEFAULT_NUM_ENVS),
+        contenders=DEFAULT_KEYS,
+        contenders_help="keys or glob patterns (default: all but fastvec's default-threads variants): "
+        + ", ".join(KEYS),
+        memory_envs=MEMORY_NUM_ENVS,
     )
-    p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement (default 2)")
-    p.add_argument("--reps", type=int, default=3, help="interleaved repetitions per contender (default 3)")
-    p.add_argument(
-        "--warmup", type=float, help="untimed seconds per contender after its reset (default: min(0.5, seconds/4))"
-    )
-    p.add_argument(
-        "--contenders",
-        nargs="+",
-        default=DEFAULT_KEYS,
-        metavar="PATTERN",
-        help="keys or glob patterns (default: all but fastvec's default-threads variants): " + ", ".join(KEYS),
-    )
-    p.add_argument(
-        "--memory",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="measure memory in a fresh interpreter per contender (default: on)",
-    )
-    p.add_argument("--memory-envs", type=int, default=MEMORY_NUM_ENVS, help="num_envs of the memory probe")
-    p.add_argument("--json", metavar="PATH", help="also write every measurement as JSON to PATH")
-    p.add_argument("--verbose", action="store_true", help="also print every num_threads variant")
     args = p.parse_args(argv)
-    if args.seconds <= 0 or args.reps < 1 or min(args.num_envs) < 1 or args.memory_envs < 1:
-        p.error("--seconds must be > 0, --reps >= 1 and every --num-envs, --memory-envs >= 1")
+    measure.check_grid_arguments(p, args)
     if args.all_envs:
         args.envs = list(runners.MUJOCO_ENVS)
     args.envs = list(dict.fromkeys(args.envs))
-    if args.warmup is None:
-        args.warmup = min(0.5, args.seconds / 4)
     candidates = [runners.contender(k) for k in KEYS]
     args.chosen = runners.select(candidates, args.contenders)
     if not args.chosen:

@@ -3,6 +3,7 @@ over several contenders at one num_envs, and a memory probe in a fresh interpret
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -194,3 +195,39 @@ def memory_in_fresh_interpreter(args: list[str], timeout: float) -> dict[str, An
     if out.returncode != 0:
         return {"status": "failed", "error": (out.stderr.strip().splitlines() or ["?"])[-1]}
     return {"status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
+
+
+def add_grid_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    num_envs: list[int],
+    contenders: list[str],
+    contenders_help: str,
+    memory_envs: int,
+) -> None:
+    """The options every benchmark script over a contender grid takes (benchmarks/bench_*.py): sizes, timing,
+    contenders, memory, output; check them with :func:`check_grid_arguments`."""
+    p.add_argument("--num-envs", type=int, nargs="+", default=num_envs, help="num_envs values (default: %(default)s)")
+    p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement (default 2)")
+    p.add_argument("--reps", type=int, default=3, help="interleaved repetitions per contender (default 3)")
+    p.add_argument(
+        "--warmup", type=float, help="untimed seconds per contender after its reset (default: min(0.5, seconds/4))"
+    )
+    p.add_argument("--contenders", nargs="+", default=contenders, metavar="PATTERN", help=contenders_help)
+    p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure memory in a fresh interpreter per contender (default: on)",
+    )
+    p.add_argument("--memory-envs", type=int, default=memory_envs, help="num_envs of the memory probe")
+    p.add_argument("--json", metavar="PATH", help="also write every measurement as JSON to PATH")
+    p.add_argument("--verbose", action="store_true", help="also print every num_threads variant")
+
+
+def check_grid_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses (argparse's error) what :func:`add_grid_arguments` parsed but cannot run; fills in the warmup."""
+    if args.seconds <= 0 or args.reps < 1 or min(args.num_envs) < 1 or args.memory_envs < 1:
+        p.error("--seconds must be > 0, --reps >= 1 and every --num-envs, --memory-envs >= 1")
+    if args.warmup is None:
+        args.warmup = min(0.5, args.seconds / 4)
