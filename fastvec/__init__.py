@@ -49,3 +49,16 @@ __all__ = ["EnvError", "VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec",
 __version__ = "0.1.0"
 
 register_gymnasium_envs()
+
+
+def _sum_as_numpy() -> None:
+    """The MuJoCo envs' norms sum as this process's numpy does (mujoco_models.numpy_dot_is_fused): the same
+    values as gymnasium's envs on any CPU. Another BLAS than OpenBLAS's two kinds keeps fused sums."""
+    from fastvec import _core
+    from fastvec.mujoco_models import numpy_dot_is_fused
+
+    if _core.has_mujoco:
+        _core.set_numpy_dot_fused(numpy_dot_is_fused() is not False)
+
+
+_sum_as_numpy()

@@ -54,6 +54,7 @@ def loop_rate(
 def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool
 ) -> float: ...
+def set_numpy_dot_fused(fused: bool) -> None: ...  # only when has_mujoco
 
 class Pool:
     def __init__(

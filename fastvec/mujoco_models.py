@@ -53,3 +53,29 @@ def model_path(xml_file: str | os.PathLike[str], what: str = "xml_file") -> Path
     if not path.is_file():
         raise ValueError(f"{what}: {path} is not a file")
     return path
+
+
+# Short vectors (of the lengths the envs take norms of: 2 and 3) whose dot with themselves differs in the last bit
+# between fused multiply-adds and a multiply then an add (tests/test_mujoco.py checks that they do).
+DOT_PROBES = ((0.1, 0.3), (0.1, 0.2, 0.2))
+
+
+def numpy_dot_is_fused() -> bool | None:
+    """How numpy's dot sums a short float64 vector with itself in this process: with fused multiply-adds (True:
+    OpenBLAS's kernels for AVX-512 CPUs), with a multiply then an add (False: its AVX2 kernels, AMD Zen's too), or
+    neither or not the same way for each length (None). gymnasium's MuJoCo envs take ``np.linalg.norm`` (a dot) of
+    2 and 3 positions, so fastvec's envs sum as numpy does here: OpenBLAS chose its kernel for the CPU."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    answers = set()
+    for v in DOT_PROBES:
+        fused = separate = 0.0
+        for x in v:
+            fused = float(Fraction(fused) + Fraction(x) * Fraction(x))  # one rounding (float() of a Fraction does)
+            separate = separate + x * x
+        a = np.array(v, dtype=np.float64)
+        got = float(a.dot(a))
+        answers.add(True if got == fused else False if got == separate else None)
+    return answers.pop() if len(answers) == 1 else None

@@ -523,3 +523,47 @@ def test_each_info_mask_is_an_array_of_its_own():
     for i, m in enumerate(masks):  # no two share memory: changing one in place changes no other
         assert not any(np.shares_memory(m, other) for other in masks[i + 1 :])
     env.close()
+
+
+def test_norms_sum_as_this_numpy_does():
+    """numpy's dot of a short vector is OpenBLAS's ddot, whose rounding depends on the kernel it picked for the CPU
+    (fused multiply-adds on AVX-512 CPUs, a multiply then an add on AVX2 ones): the probe's vectors tell the two
+    apart, its answer is the one that reproduces numpy's dot on random 2- and 3-vectors here, and fastvec was
+    set to it when imported (the envs' distance_from_origin and Reacher's/Pusher's rewards, compared with
+    gymnasium's above, are those norms)."""
+    from fractions import Fraction
+
+    from fastvec.mujoco_models import DOT_PROBES, numpy_dot_is_fused
+
+    def sums(v):
+        fused = separate = 0.0
+        for x in v:
+            fused = float(Fraction(fused) + Fraction(x) * Fraction(x))
+            separate = separate + x * x
+        return fused, separate
+
+    for v in DOT_PROBES:
+        fused, separate = sums(v)
+        assert fused != separate, v
+    rng = np.random.default_rng(0)
+    matches = {True: 0, False: 0}
+    vectors = [rng.standard_normal(n) * rng.uniform(0.01, 30) for n in (2, 3) for _ in range(300)]
+    for a in vectors:
+        fused, separate = sums(a.tolist())
+        got = float(a.dot(a))
+        matches[True] += got == fused
+        matches[False] += got == separate
+    probed = numpy_dot_is_fused()
+    assert probed is not None, "this numpy's dot is neither of OpenBLAS's two roundings"
+    assert matches[probed] == len(vectors) and matches[not probed] < len(vectors), matches
+    # Swimmer's info: distance_from_origin is np.linalg.norm of (x_position, y_position), both in the info (with the
+    # other rounding about one in ten of these values differs in the last bit: 114 of 1,200 in 300 steps).
+    env = fastvec.make("Swimmer-v5", 4, seed=0)
+    env.reset()
+    actions = np.random.default_rng(1).uniform(-1, 1, (100, 4, 2))
+    for a in actions:
+        _, _, _, _, info = env.step(a)
+        xy = np.stack([info["x_position"], info["y_position"]], axis=1)
+        want = [np.linalg.norm(row, ord=2) for row in xy]
+        assert info["distance_from_origin"].tolist() == want
+    env.close()

@@ -29,6 +29,8 @@
 #endif
 #ifdef FASTVEC_WITH_MUJOCO
 #include <mujoco/mujoco.h>
+
+#include "envs/mujoco/simulation.hpp"
 #endif
 
 namespace py = pybind11;
@@ -698,6 +700,12 @@ PYBIND11_MODULE(_core, m) {
   fastvec::bindings::register_mujoco();
   m.attr("has_mujoco") = true;
   m.attr("mujoco_version") = mj_versionString();
+  m.def(
+      "set_numpy_dot_fused",
+      [](bool fused) { fastvec::envs::mujoco::numpy_dot_fused.store(fused, std::memory_order_relaxed); },
+      py::arg("fused"),
+      "How numpy's dot sums a short vector in this process (fused multiply-adds or not), for the envs' "
+      "np.linalg.norm; set by fastvec when it is imported.");
 #else
   m.attr("has_mujoco") = false;
 #endif

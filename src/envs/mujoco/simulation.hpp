@@ -12,6 +12,7 @@
 #include <mujoco/mujoco.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -84,14 +85,24 @@ inline double sum_of_clipped_squares(const double* a, int64_t n, double lo, doub
                    0, n);
 }
 
-// np.linalg.norm(a) of a contiguous float64 vector: sqrt(a.dot(a)), where
-// numpy's dot is OpenBLAS's ddot, whose kernels for CPUs with FMA (every
-// x86-64-v3 CPU: those fastvec's wheels and numpy's OpenBLAS pick)
-// accumulate a vector shorter than its 16-wide block with fused
-// multiply-adds, from 0.
+// How numpy's dot (OpenBLAS's ddot) sums a short vector, from 0: OpenBLAS
+// picks its kernel by CPU when it loads, and the one for AVX-512 CPUs
+// (SkylakeX) accumulates a vector shorter than its 16-wide block with fused
+// multiply-adds, the one for AVX2 CPUs (Haswell, also AMD Zen's) with a
+// multiply, then an add. So it is asked of the numpy in the process, once,
+// when fastvec is imported (fastvec/mujoco_models.py, numpy_dot_is_fused),
+// before any env runs; fused until then. Written once, read by every env.
+inline std::atomic<bool> numpy_dot_fused{true};
+
+// np.linalg.norm(a) of a contiguous float64 vector (2 or 3 values here):
+// sqrt(a.dot(a)), summed as numpy's dot sums it (numpy_dot_fused).
 inline double norm(const double* a, int64_t n) {
   double dot = 0.0;
-  for (int64_t i = 0; i < n; ++i) dot = std::fma(a[i], a[i], dot);
+  if (numpy_dot_fused.load(std::memory_order_relaxed)) {
+    for (int64_t i = 0; i < n; ++i) dot = std::fma(a[i], a[i], dot);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dot = dot + a[i] * a[i];  // (compiled without contraction: two roundings)
+  }
   return std::sqrt(dot);
 }
 
