@@ -103,7 +103,7 @@ def test_ctrl_c_during_a_sync_step_leaves_the_pool_closable():
 @pytest.mark.parametrize("backend", ["native", "python"])
 def test_a_pool_used_after_fork_is_a_clear_error(backend):
     """The child gets a RuntimeError naming fork (not a hang); its close() leaves the parent's pool alone;
-    the parent's pool works on."""
+    a native pool the child makes works; the parent's pool works on."""
     run = run_script(
         f"""
         env = fastvec.make("CartPole-v1", 4, backend={backend!r}, seed=0)
@@ -117,6 +117,12 @@ def test_a_pool_used_after_fork_is_a_clear_error(backend):
                 code = 0 if "fork" in str(e) else 2
             env.close()
             del env
+            if {backend!r} == "native":  # a native pool made in the child works (fork_generation)
+                own = fastvec.make("CartPole-v1", 4, seed=0)
+                own.reset()
+                if own.step(np.zeros(4, dtype=np.int64))[1].tolist() != [1.0] * 4:
+                    code = 3
+                own.close()
             os._exit(code)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0, status
