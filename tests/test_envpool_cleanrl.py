@@ -238,12 +238,15 @@ def test_cleanrl_legacy_atari_ppo_runs_with_the_import_changed():
 
 def test_cleanrl_gymnasium_ppo_runs_unchanged_on_envpool_and_fastvec():
     """The loop in EnvPool 1.2's gymnasium form, unchanged, on EnvPool 1.2.5 and on fastvec.envpool: PPO learns
-    CartPole on both (mean return of the last 10 episodes above 40 and twice the first 10's; a random policy's
-    is about 22)."""
+    CartPole on both (mean return of the last tenth of the episodes above 40 and twice the first tenth's; a
+    random policy's is about 22)."""
     results = {}
     for module in (envpool, fastvec.envpool):
         out = cleanrl_gymnasium_ppo(module, "CartPole-v1", num_envs=8, num_steps=128, updates=30)
         assert np.isfinite(out["losses"]).all()
-        first, last = np.mean(out["episodes"][:10]), np.mean(out["episodes"][-10:])
+        # The first and last tenth of the ~640 episodes: the last 10 alone are a few short ones (short episodes
+        # end more often) and swung from 35 to 88 between machines with the same seeds.
+        tenths = np.array_split(np.asarray(out["episodes"]), 10)
+        first, last = tenths[0].mean(), tenths[-1].mean()
         results[module.__name__] = (round(float(first), 1), round(float(last), 1))
     assert all(last > 40 and last > 2 * first for first, last in results.values()), results
