@@ -349,10 +349,13 @@ class NativePool(_core.Pool):
         self.single_action_space = _space("action", spec)
         self._attributes: dict[str, Any] = {
             **keywords,
-            # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) (as the spec fastvec
-            # registers with gymnasium, with the options and episode limit of this pool).
+            # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) and, one env,
+            # gymnasium.make(spec) (as the spec fastvec registers with gymnasium, with the options and episode
+            # limit of this pool). The single env's entry point is the one registered at import fastvec
+            # (fastvec._gymnasium), taken from gymnasium's registry: _single_env builds on this module.
             "spec": gym.envs.registration.EnvSpec(
                 id=f"fastvec/{entry.id}",
+                entry_point=_registered_entry_point(entry.id),
                 vector_entry_point=_MakeNative(entry.id),
                 max_episode_steps=max_episode_steps,
                 reward_threshold=entry.reward_threshold,
@@ -442,6 +445,12 @@ class _MakeNative:
 
     def __call__(self, **kwargs: Any) -> VectorEnv:
         return make(self.env_id, **kwargs)
+
+
+def _registered_entry_point(env_id: str) -> Any:
+    """The single-env entry point gymnasium has for ``fastvec/{env_id}`` (None for an id not registered there)."""
+    registered = gym.registry.get(f"fastvec/{env_id}")
+    return None if registered is None else registered.entry_point
 
 
 def _is_native(env_id: str) -> bool:

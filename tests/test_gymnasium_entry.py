@@ -250,6 +250,33 @@ def test_spec_of_a_native_pool_makes_it_again():
         e.close()
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_spec_of_a_native_pool_makes_one_env_and_gymnasiums_vector_envs(mode):
+    """The pool's spec has the registered single-env entry point: gymnasium.make(spec) is one env with the pool's
+    options and episode limit, and make_vec(spec, "sync"/"async") steps the pool's trajectories."""
+    pool = fastvec.make("Pendulum-v1", 2, max_episode_steps=7, g=9.0)
+    spec = pool.spec
+    assert spec.entry_point == gym.spec("fastvec/Pendulum-v1").entry_point
+    one = gym.make(spec)
+    assert isinstance(one.unwrapped, NativeEnv) and one.unwrapped.spec.kwargs == {"g": 9.0}
+    assert one.spec.max_episode_steps == 7
+    first, _ = one.reset(seed=5)
+    assert data_equivalence(first, pool.reset(seed=[5, 6])[0][0], exact=True)
+    for t in range(7):
+        _, _, terminated, truncated, _ = one.step(np.zeros(1, dtype=np.float32))
+        assert (terminated, truncated) == (False, t == 6)
+    kwargs = {"vector_kwargs": {"context": "forkserver"}} if mode == "async" else {}
+    vec = gym.make_vec(spec, num_envs=2, vectorization_mode=mode, **kwargs)
+    assert isinstance(vec, gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv)
+    assert data_equivalence(vec.reset(seed=5)[0], pool.reset(seed=5)[0], exact=True)
+    actions = np.random.default_rng(0).uniform(-2, 2, (9, 2, 1)).astype(np.float32)
+    for a in actions:  # across the limit of 7 and the next-step autoreset (both modes')
+        for got, want in zip(vec.step(a)[:4], pool.step(a)[:4], strict=True):  # (gymnasium's rewards: float64)
+            np.testing.assert_array_equal(got, want)
+    for e in (one, vec, pool):
+        e.close()
+
+
 def test_make_vecs_spec_of_the_pool_agrees_with_fastvecs():
     """gymnasium's make_vec sets a spec of its own on the pool (the registered one, its arguments in kwargs): the
     same env as fastvec.make's spec, and it makes the pool again too."""
