@@ -47,8 +47,7 @@ def test_protocol_attributes():
         envs.get_env_attr("gravity")
     with pytest.raises(AttributeError, match="cannot be set"):
         envs.set_env_attr("gravity", 1.0)
-    with pytest.raises(NotImplementedError, match="render"):
-        envs.render()
+    assert envs.render() == [None] * 4  # (no render mode: a gymnasium env's render() is None)
     envs.close()
     envs.close()  # idempotent
     with pytest.raises(RuntimeError, match="after close"):
@@ -985,3 +984,27 @@ def test_sac_trains_on_half_cheetah():
     assert buffer.obs.dtype == buffer.rew.dtype == np.float64 and buffer.truncated.sum() >= 4
     train_envs.close()
     test_envs.close()
+
+
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_render_gives_each_envs_frame_and_refuses_envs_still_stepping(batch_size):
+    """render() returns the frames of fastvec.make's render(), one per env (as Tianshou's workers' render());
+    with envs still stepping (async) it is Tianshou's RuntimeError, and the venv goes on."""
+    envs = fastvec.tianshou_venv("CartPole-v1", 4, seed=0, render_mode="rgb_array", batch_size=batch_size)
+    pool = fastvec.make("CartPole-v1", 4, seed=0, render_mode="rgb_array")
+    envs.reset()
+    pool.reset()
+    frames = envs.render()
+    assert len(frames) == 4 and all(f.dtype == np.uint8 and f.ndim == 3 and f.shape[2] == 3 for f in frames)
+    for got, want in zip(frames, pool.render(), strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        envs.render(mode="human")
+    if batch_size is not None:
+        envs.step(np.zeros(4, dtype=np.int64), id=[0, 1, 2, 3])  # returns 2; the other 2 still step
+        with pytest.raises(RuntimeError, match="still stepping, cannot render"):
+            envs.render()
+        envs.step(None)
+        assert len(envs.render()) == 4
+    envs.close()
+    pool.close()

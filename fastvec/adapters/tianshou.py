@@ -203,7 +203,16 @@ class TianshouVectorEnv:
         return [None if s is None else [s] for s in seeds]
 
     def render(self, **kwargs: Any) -> list[Any]:
-        raise NotImplementedError(f"{self.env.label} does not render")
+        """Each env's ``render()``, as Tianshou's venvs return their workers': its current frame with
+        ``render_mode="rgb_array"``, None without a render mode; refused while envs are stepping (async), with
+        Tianshou's RuntimeError. gymnasium's envs take no render arguments: neither does this."""
+        self._check_open()
+        if kwargs:
+            raise TypeError(f"render() takes no arguments (the envs' render_mode says what they draw), got {kwargs}")
+        if self.is_async and self.waiting_id:
+            raise RuntimeError(f"Environments {self.waiting_id} are still stepping, cannot render them now.")
+        frames = self.env.render()
+        return [None] * self.env_num if frames is None else list(frames)
 
     def close(self) -> None:
         if not self.is_closed:
