@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 #: gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend (the list stands here,
@@ -65,17 +66,24 @@ def numpy_dot_is_fused() -> bool | None:
     OpenBLAS's kernels for AVX-512 CPUs), with a multiply then an add (False: its AVX2 kernels, AMD Zen's too), or
     neither or not the same way for each length (None). gymnasium's MuJoCo envs take ``np.linalg.norm`` (a dot) of
     2 and 3 positions, so fastvec's envs sum as numpy does here: OpenBLAS chose its kernel for the CPU."""
-    from fractions import Fraction
-
     import numpy as np
 
     answers = set()
     for v in DOT_PROBES:
-        fused = separate = 0.0
-        for x in v:
-            fused = float(Fraction(fused) + Fraction(x) * Fraction(x))  # one rounding (float() of a Fraction does)
-            separate = separate + x * x
+        fused, separate = self_dot_both_ways(v)
         a = np.array(v, dtype=np.float64)
         got = float(a.dot(a))
         answers.add(True if got == fused else False if got == separate else None)
     return answers.pop() if len(answers) == 1 else None
+
+
+def self_dot_both_ways(v: Sequence[float]) -> tuple[float, float]:
+    """The dot of ``v`` with itself summed from 0 in order, with fused multiply-adds and with a multiply then an
+    add: the two roundings :func:`numpy_dot_is_fused` tells apart."""
+    from fractions import Fraction
+
+    fused = separate = 0.0
+    for x in v:
+        fused = float(Fraction(fused) + Fraction(x) * Fraction(x))  # one rounding (float() of a Fraction does)
+        separate = separate + x * x
+    return fused, separate

@@ -531,25 +531,16 @@ def test_norms_sum_as_this_numpy_does():
     apart, its answer is the one that reproduces numpy's dot on random 2- and 3-vectors here, and fastvec was
     set to it when imported (the envs' distance_from_origin and Reacher's/Pusher's rewards, compared with
     gymnasium's above, are those norms)."""
-    from fractions import Fraction
-
-    from fastvec.mujoco_models import DOT_PROBES, numpy_dot_is_fused
-
-    def sums(v):
-        fused = separate = 0.0
-        for x in v:
-            fused = float(Fraction(fused) + Fraction(x) * Fraction(x))
-            separate = separate + x * x
-        return fused, separate
+    from fastvec.mujoco_models import DOT_PROBES, numpy_dot_is_fused, self_dot_both_ways
 
     for v in DOT_PROBES:
-        fused, separate = sums(v)
+        fused, separate = self_dot_both_ways(v)
         assert fused != separate, v
     rng = np.random.default_rng(0)
     matches = {True: 0, False: 0}
     vectors = [rng.standard_normal(n) * rng.uniform(0.01, 30) for n in (2, 3) for _ in range(300)]
     for a in vectors:
-        fused, separate = sums(a.tolist())
+        fused, separate = self_dot_both_ways(a.tolist())
         got = float(a.dot(a))
         matches[True] += got == fused
         matches[False] += got == separate

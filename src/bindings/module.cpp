@@ -635,15 +635,14 @@ class NativePool {
     py::object env_id = vec(b->env_id());
     // Envs without info values (most) share one empty, read-only mapping: no dict per step.
     py::object info = no_info_;
-    if (envpool_info_) {  // EnvPool's info: env_id, players (env_id per player), then the columns
-      py::dict players = copy_dict(players_template_), values = copy_dict(envpool_template_);
-      set_item(players, env_id_key_, env_id);
-      set_item(values, env_id_key_, env_id);
-      set_item(values, players_key_, players);
-      columns(b->info(0), values, false);
-      info = values;
-    } else if (!info_columns_.empty()) {
-      py::dict values;
+    if (!info_columns_.empty() || envpool_info_) {
+      py::dict values = envpool_info_ ? copy_dict(envpool_template_) : py::dict();
+      if (envpool_info_) {  // EnvPool's info: env_id, players (env_id per player), then the columns
+        py::dict players = copy_dict(players_template_);
+        set_item(players, env_id_key_, env_id);
+        set_item(values, env_id_key_, env_id);
+        set_item(values, players_key_, players);
+      }
       columns(b->info(0), values, false);
       info = values;
     }
