@@ -26,7 +26,7 @@ if [ $# -eq 0 ]; then
   # The Python-env pool is Python code, but its workers load the sanitized module and its tests drive the
   # same API. Markers (pyproject.toml) leave out what cannot run here: tests too slow under a sanitizer
   # (heavy: the emulator is ~10x slower under TSan) and tests that limit the address space.
-  set -- tests/test_pool.py tests/test_signals.py tests/test_determinism.py tests/test_pyenv.py
+  set -- tests/test_pool.py tests/test_signals.py tests/test_determinism.py tests/test_pyenv.py tests/test_scheduling.py
   markers="not heavy and not address_space"
   if [ "$atari" = ON ]; then
     set -- "$@" tests/test_atari.py

@@ -64,3 +64,47 @@ def test_an_explicit_thread_count_is_kept_and_the_default_adapts_within_it():
         assert 1 <= default.active_threads <= default.num_threads
     fixed.close()
     default.close()
+
+
+def _thread_cpu_seconds(tid: int) -> float:
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9  # time on a CPU, in ns
+
+
+def test_the_pool_threads_use_the_cpu_time_the_os_gives_them_beside_a_busy_process():
+    # The caller is held on CPU a, a busy loop on CPU b; the worker may go anywhere. The scheduler balances
+    # runnable tasks per CPU, whoever they are: the worker beside the caller (2 and 1) is as balanced as the
+    # worker beside the busy loop, and there the two threads would share one core, about 0.5 of it each,
+    # about 1.0 together. The worker moves off the CPU its caller steps on, and a caller with nothing left to
+    # step lends its CPU to a worker the OS has descheduled with a block in hand, so together they get more:
+    # the caller's CPU, and the worker's half of the other.
+    import os
+    import threading
+
+    from fastvec.bench.machine import BusyLoops
+
+    a, b, *_ = sorted(os.sched_getaffinity(0))  # CI machines have 2 CPUs
+    before = set(os.listdir("/proc/self/task"))
+    env = fastvec.make("_Debug-v0", 8, num_threads=2, block_size=1, spin_us=300)
+    (worker,) = (int(t) for t in set(os.listdir("/proc/self/task")) - before)
+    caller = threading.get_native_id()
+    actions = np.zeros(8, dtype=np.int64)
+    env.reset()
+    allowed = os.sched_getaffinity(0)
+    with BusyLoops(1) as loops:
+        os.sched_setaffinity(loops.pids[0], {b})
+        os.sched_setaffinity(0, {a})
+        try:
+            for _ in range(20):
+                env.step(actions)
+            t0, caller0, worker0 = time.perf_counter(), _thread_cpu_seconds(caller), _thread_cpu_seconds(worker)
+            for _ in range(300):
+                env.step(actions)
+            wall = time.perf_counter() - t0
+            caller_share = (_thread_cpu_seconds(caller) - caller0) / wall
+            worker_share = (_thread_cpu_seconds(worker) - worker0) / wall
+        finally:
+            os.sched_setaffinity(0, allowed)
+    env.close()
+    assert caller_share > 0.75, (caller_share, worker_share)  # sharing a core with the worker: about 0.5
+    assert caller_share + worker_share > 1.2, (caller_share, worker_share)  # measured 1.37-1.39; sharing: 1.03

@@ -19,6 +19,10 @@
 //   them, then read by recv after the slot's counter says all rows are in.
 //   recv hands the Batch to Python and puts a fresh one in the slot before
 //   any env of that batch can be sent again.
+// - Where the threads run (CpuSpread): each stepping thread publishes its
+//   own CPU; a worker moves itself off a CPU another stepping thread is on,
+//   and the caller, about to sleep, moves a descheduled worker that holds a
+//   block to its own CPU (cpu_spread.hpp says how, and why).
 //
 // One mechanism serves sync (batch_size == num_envs, rows in env order) and
 // async (batch_size < num_envs, rows in completion order) stepping.
@@ -44,6 +48,7 @@
 
 #include "batch.hpp"
 #include "block_stepper.hpp"
+#include "cpu_spread.hpp"
 #include "env.hpp"
 #include "futex.hpp"
 #include "memory.hpp"
@@ -403,6 +408,7 @@ class Pool final : public PoolBase {
     tuner_ = ThreadTuner(adapt ? 1 : threads, threads,
                          adapt && cfg_.initial_threads > 0 ? std::min(cfg_.initial_threads, threads) : threads);
     use_threads(tuner_.active());
+    spread_.init(workers, cfg_.thread_affinity_offset < 0);
     try {
       workers_.reserve(workers);
       for (int t = 0; t < workers; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
@@ -431,7 +437,13 @@ class Pool final : public PoolBase {
   }
 
   void worker_loop(int id) {
-    for (int b; (b = queue_.pop(id)) >= 0;) envs_.run(b, ring_);
+    spread_.worker_started(id);
+    for (int b; (b = queue_.pop(id)) >= 0;) {
+      spread_.worker_at(id, queue_.allowed());
+      envs_.run(b, ring_);
+      spread_.worker_done(id);
+    }
+    spread_.worker_ended(id);
   }
 
   // Called by the caller thread: `threads` of the pool's threads step blocks
@@ -514,6 +526,7 @@ class Pool final : public PoolBase {
     // In sync mode the caller steps blocks itself while it waits in recv, so
     // it wakes one worker fewer; with one block (or no workers) it wakes none.
     const int wake = std::min(static_cast<int>(ready_.size()) - (sync_ ? 1 : 0), allowed_workers_);
+    spread_.caller_at(caller_steps_);
     queue_.push(ready_.begin(), ready_.end(), wake);
   }
 
@@ -553,16 +566,25 @@ class Pool final : public PoolBase {
     std::chrono::steady_clock::time_point checked{};  // set at the first sleep
     for (;;) {
       const int seen = word.load(std::memory_order_acquire);
-      if (ready(seen)) return;
+      if (ready(seen)) {
+        spread_.unwatch();
+        return;
+      }
       const int b = caller_steps_ ? queue_.try_pop() : -1;
       if (b >= 0) {
         envs_.run(b, ring_);
         continue;
       }
       if (++spins < kRecvSpins) {
+        // A wait this long is no longer the usual few microseconds for a
+        // worker's last block: start watching whether the workers run.
+        if (spins == kRecvSpins / 4 && caller_steps_) spread_.watch(queue_.allowed());
         cpu_relax();
         continue;
       }
+      // Nothing left to step here, and this CPU is about to go idle: a worker
+      // the OS has descheduled with a block in hand runs here meanwhile.
+      if (caller_steps_) spread_.lend_cpu(queue_.allowed());
       if (interrupt_check_ && checked == std::chrono::steady_clock::time_point{})
         checked = std::chrono::steady_clock::now();
       waiters.fetch_add(1, std::memory_order_seq_cst);
@@ -627,6 +649,7 @@ class Pool final : public PoolBase {
   BlockStepper<E> envs_;
   ResultRing ring_;
   TaskQueue queue_;
+  CpuSpread spread_;  // init() in start_workers(), before the workers start
   std::vector<std::thread> workers_;
 
   // Caller-owned.

@@ -41,6 +41,9 @@ class TaskQueue {
     parked_cv_.notify_all();
   }
 
+  // How many workers take tasks (set_allowed's count); any thread.
+  int allowed() const { return allowed_.load(std::memory_order_relaxed); }
+
   // Called by the caller thread. Wakes at most `wake` sleeping workers
   // (a caller that will run one task itself asks for one fewer); parked
   // workers sleep on their own condition variable and are never woken here.

@@ -1,0 +1,197 @@
+#pragma once
+// CpuSpread: keeps the threads of one pool that step blocks on different
+// CPUs, and lends the caller's CPU to a worker the OS has descheduled.
+//
+// Why: Linux's load balancer counts runnable tasks per CPU, not whose they
+// are. On 2 CPUs with one busy process beside a 2-thread sync pool, "caller
+// and worker on one CPU, the busy loop alone on the other" is as balanced
+// (2 and 1) as "caller alone, worker beside the busy loop", so the balancer
+// never separates them, and a wake-up tends to place the woken worker next
+// to the thread that woke it. Measured (AMD EPYC, 2 cores, Pong 8 sync,
+// num_threads=2, one busy loop): the caller and the worker sat on one CPU in
+// 4 samples of 5 and got 0.5 of a core each, the busy loop a whole one, and
+// the step ran no faster than num_threads=1 (2.35k steps/s, 1 thread 2.27k).
+// Kept apart, the pool's threads get the share the OS gives each thread:
+// a CPU to one, half of the other to the other (2.7k); with the lending
+// below, 3.16k (1 thread 2.41k, the same run).
+// Apart, a sync step still waits for the block that the worker holds while
+// the OS runs the busy process in its place, for a scheduler slice of a
+// millisecond or more, and meanwhile the caller, its own blocks done, only
+// waits. The caller's CPU is about to go idle: the held block can run there.
+//
+// How, keeping apart: each stepping thread publishes the CPU it runs on
+// (sched_getcpu, a read of the kernel's per-thread rseq area) each time it
+// takes a block: the caller in slot 0, worker t in slot t + 1. A worker
+// that finds another stepping thread of its pool on its own CPU narrows its
+// affinity to the allowed CPUs no such thread is on, which moves it at once,
+// then restores its affinity, which does not move it back; the scheduler may
+// place it anywhere again later, and the next block checks again. Nothing
+// moves while every stepping thread has a CPU of its own (an idle machine's
+// usual case), nor when there is no free CPU to go to. The caller never
+// moves: it is the user's thread, and its affinity is the user's.
+// How, lending: a caller that has waited a while with nothing left to step
+// samples the workers' CPU time (watch); when it is about to sleep, a
+// worker holding a block whose CPU time grew by less than half the time
+// since is not running (descheduled, or asleep in its env) and is moved to
+// the caller's CPU (lend_cpu), where it runs while the caller sleeps; its
+// next block moves it off again. A running worker's clock keeps pace, so an
+// idle machine never lends.
+//
+// Ownership: slot k's cpu is written only by its thread (relaxed: a CPU
+// number is a hint, stale by the time it is read), `holding` only by its
+// worker; a worker's thread id and clock are written when it starts, and
+// `alive` under life_mu_, which the caller holds while it reads a worker's
+// clock or moves it (so it never acts on the id of a thread that has
+// ended). The samples are the caller's. The masks are set by init().
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace fastvec::core {
+
+class CpuSpread {
+ public:
+  // Called once, before the workers start: slots for the caller and
+  // `workers` workers; `enabled` false (threads pinned by the user, or one
+  // CPU) makes every call a no-op.
+  void init(int workers, bool enabled) {
+    slots_.reset(new Slot[workers + 1]);
+    count_ = workers + 1;
+    enabled_ = enabled && workers > 0 && sched_getaffinity(0, sizeof(allowed_), &allowed_) == 0 &&
+               CPU_COUNT(&allowed_) > 1;
+  }
+
+  bool enabled() const { return enabled_; }
+
+  // Called by worker t when it starts and as it ends.
+  void worker_started(int t) {
+    if (!enabled_) return;
+    Slot& s = slots_[t + 1];
+    std::lock_guard<std::mutex> lock(life_mu_);
+    s.tid = gettid();
+    s.alive = pthread_getcpuclockid(pthread_self(), &s.clock) == 0;
+  }
+  void worker_ended(int t) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(life_mu_);
+    slots_[t + 1].alive = false;
+  }
+
+  // Called by the caller thread when it queues blocks: `steps` says whether
+  // it will step some of them itself (a caller that only waits shares its CPU
+  // with no one's work).
+  void caller_at(bool steps) {
+    if (enabled_) slots_[0].cpu.store(steps ? sched_getcpu() : -1, std::memory_order_relaxed);
+  }
+
+  // Called by worker `t` as it takes a block, with the workers allowed to
+  // step (those beyond are parked and their slots stale): publishes its CPU
+  // and moves off a CPU that another stepping thread of the pool is on.
+  // Returns whether it moved.
+  bool worker_at(int t, int stepping_workers) {
+    if (!enabled_) return false;
+    const int me = t + 1;
+    slots_[me].holding.store(true, std::memory_order_relaxed);
+    const int cpu = sched_getcpu();
+    cpu_set_t to = allowed_;
+    bool shared = false;
+    for (int k = 0; k <= stepping_workers && k < count_; ++k) {
+      if (k == me) continue;
+      const int other = slots_[k].cpu.load(std::memory_order_relaxed);
+      if (other < 0 || other >= CPU_SETSIZE) continue;
+      shared |= other == cpu;
+      CPU_CLR(other, &to);
+    }
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_CLR(cpu, &to);
+    if (!shared || CPU_COUNT(&to) == 0 || sched_setaffinity(0, sizeof(to), &to) != 0) {
+      slots_[me].cpu.store(cpu, std::memory_order_relaxed);
+      return false;
+    }
+    sched_setaffinity(0, sizeof(allowed_), &allowed_);
+    slots_[me].cpu.store(sched_getcpu(), std::memory_order_relaxed);
+    return true;
+  }
+
+  // Called by worker `t` when it has finished its block.
+  void worker_done(int t) {
+    if (enabled_) slots_[t + 1].holding.store(false, std::memory_order_relaxed);
+  }
+
+  // Called by the caller thread when it starts waiting with nothing to step:
+  // the workers' CPU times, to tell a stalled worker from a running one.
+  void watch(int stepping_workers) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(life_mu_);
+    watched_ns_ = now_ns();
+    for (int k = 1; k <= stepping_workers && k < count_; ++k) slots_[k].watched_cpu_ns = cpu_ns(slots_[k]);
+  }
+
+  // Called by the caller thread before it sleeps, after watch() in the same
+  // wait: moves each worker that holds a block but has not run for half the
+  // time since to the caller's CPU, then watches again. Returns how many
+  // moved.
+  int lend_cpu(int stepping_workers) {
+    if (!enabled_ || watched_ns_ < 0) return 0;
+    std::lock_guard<std::mutex> lock(life_mu_);
+    const int64_t now = now_ns(), window = now - watched_ns_;
+    watched_ns_ = now;
+    const int cpu = sched_getcpu();
+    int moved = 0;
+    for (int k = 1; k <= stepping_workers && k < count_; ++k) {
+      Slot& s = slots_[k];
+      const int64_t ran = cpu_ns(s), before = s.watched_cpu_ns;
+      s.watched_cpu_ns = ran;
+      if (window < kMinWindowNs || ran < 0 || before < 0 || 2 * (ran - before) >= window) continue;
+      if (!s.alive || !s.holding.load(std::memory_order_relaxed) || cpu < 0 || cpu >= CPU_SETSIZE) continue;
+      cpu_set_t here;
+      CPU_ZERO(&here);
+      CPU_SET(cpu, &here);
+      moved += sched_setaffinity(s.tid, sizeof(here), &here) == 0;
+    }
+    return moved;
+  }
+
+  // Called by the caller thread when its wait is over.
+  void unwatch() { watched_ns_ = -1; }
+
+ private:
+  static constexpr int64_t kMinWindowNs = 10'000;  // a shorter look tells a stall from a cache miss poorly
+
+  struct alignas(64) Slot {
+    std::atomic<int> cpu{-1};
+    std::atomic<bool> holding{false};
+    pid_t tid = 0;            // workers only, set at start (under life_mu_)
+    clockid_t clock{};        // the worker's CPU-time clock
+    bool alive = false;       // under life_mu_
+    int64_t watched_cpu_ns = -1;  // the caller's sample
+  };
+
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Called with life_mu_ held.
+  static int64_t cpu_ns(const Slot& s) {
+    timespec t{};
+    if (!s.alive || clock_gettime(s.clock, &t) != 0) return -1;
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  int count_ = 0;
+  cpu_set_t allowed_{};  // the creating thread's affinity, which the workers inherit
+  bool enabled_ = false;
+  std::mutex life_mu_;
+  int64_t watched_ns_ = -1;  // the caller's: when watch() or lend_cpu() last sampled, -1 outside a wait
+};
+
+}  // namespace fastvec::core
