@@ -105,6 +105,10 @@ def test_the_pool_threads_use_the_cpu_time_the_os_gives_them_beside_a_busy_proce
             worker_share = (_thread_cpu_seconds(worker) - worker0) / wall
         finally:
             os.sched_setaffinity(0, allowed)
+    for _ in range(5):
+        env.step(actions)
+    lent_or_not = os.sched_getaffinity(worker)  # the worker was lent the caller's CPU, and takes its own back
     env.close()
+    assert lent_or_not == allowed, (lent_or_not, allowed)
     assert caller_share > 0.75, (caller_share, worker_share)  # sharing a core with the worker: about 0.5
     assert caller_share + worker_share > 1.2, (caller_share, worker_share)  # measured 1.37-1.39; sharing: 1.03

@@ -33,13 +33,14 @@
 // samples the workers' CPU time (watch); when it is about to sleep, a
 // worker holding a block whose CPU time grew by less than half the time
 // since is not running (descheduled, or asleep in its env) and is moved to
-// the caller's CPU (lend_cpu), where it runs while the caller sleeps; its
-// next block moves it off again. A running worker's clock keeps pace, so an
+// the caller's CPU (lend_cpu), where it runs while the caller sleeps; at
+// its next block it restores its affinity (and moves off if the caller is
+// there). A running worker's clock keeps pace, so an
 // idle machine never lends.
 //
 // Ownership: slot k's cpu is written only by its thread (relaxed: a CPU
 // number is a hint, stale by the time it is read), `holding` only by its
-// worker; a worker's thread id and clock are written when it starts, and
+// worker, `lent` set by the caller and cleared by the worker; a worker's thread id and clock are written when it starts, and
 // `alive` under life_mu_, which the caller holds while it reads a worker's
 // clock or moves it (so it never acts on the id of a thread that has
 // ended). The samples are the caller's. The masks are set by init().
@@ -100,6 +101,10 @@ class CpuSpread {
     if (!enabled_) return false;
     const int me = t + 1;
     slots_[me].holding.store(true, std::memory_order_relaxed);
+    // Lent to the caller's CPU (affinity: that CPU only) since the last block:
+    // the scheduler may place it anywhere again.
+    if (slots_[me].lent.load(std::memory_order_relaxed) && slots_[me].lent.exchange(false, std::memory_order_relaxed))
+      sched_setaffinity(0, sizeof(allowed_), &allowed_);
     const int cpu = sched_getcpu();
     cpu_set_t to = allowed_;
     bool shared = false;
@@ -154,7 +159,9 @@ class CpuSpread {
       cpu_set_t here;
       CPU_ZERO(&here);
       CPU_SET(cpu, &here);
-      moved += sched_setaffinity(s.tid, sizeof(here), &here) == 0;
+      if (sched_setaffinity(s.tid, sizeof(here), &here) != 0) continue;
+      s.lent.store(true, std::memory_order_relaxed);
+      ++moved;
     }
     return moved;
   }
@@ -168,6 +175,7 @@ class CpuSpread {
   struct alignas(64) Slot {
     std::atomic<int> cpu{-1};
     std::atomic<bool> holding{false};
+    std::atomic<bool> lent{false};  // set by the caller's lend_cpu, cleared by the worker as it restores its affinity
     pid_t tid = 0;            // workers only, set at start (under life_mu_)
     clockid_t clock{};        // the worker's CPU-time clock
     bool alive = false;       // under life_mu_
