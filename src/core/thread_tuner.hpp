@@ -9,7 +9,10 @@
 // cores (the learner, a second runner), the OS time-slices the pool's
 // threads with it, and a thread descheduled for a few milliseconds holds the
 // whole step: on 2 cores with one taken, 2 threads stepped CartPole 4096 at
-// 0.85x of 1 thread and Pong 8 at about 1x. Neither the machine's core count
+// 0.85x of 1 thread and Pong 8 at about 1x. (CpuSpread, cpu_spread.hpp, has
+// since won most of that back: with one core taken, 2 threads now step both
+// faster than 1. Whether they do depends on how many cores are left and on
+// the env, and is still only measured.) Neither the machine's core count
 // nor a load average read at construction says which count is faster now,
 // and the other process may start after the pool; the throughput does.
 //
