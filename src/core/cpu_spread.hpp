@@ -20,7 +20,7 @@
 // waits. The caller's CPU is about to go idle: the held block can run there.
 //
 // How, keeping apart: each stepping thread publishes the CPU it runs on
-// (sched_getcpu, a read of the kernel's per-thread rseq area) each time it
+// (sched_getcpu: a read of the rseq area or the vDSO) each time it
 // takes a block: the caller in slot 0, worker t in slot t + 1. A worker
 // that finds another stepping thread of its pool on its own CPU narrows its
 // affinity to the allowed CPUs no such thread is on, which moves it at once,
@@ -32,18 +32,20 @@
 // How, lending: a caller that has waited a while with nothing left to step
 // samples the workers' CPU time (watch); when it is about to sleep, a
 // worker holding a block whose CPU time grew by less than half the time
-// since is not running (descheduled, or asleep in its env) and is moved to
-// the caller's CPU (lend_cpu), where it runs while the caller sleeps; at
-// its next block it restores its affinity (and moves off if the caller is
-// there). A running worker's clock keeps pace, so an
-// idle machine never lends.
+// since is not running (descheduled, or asleep in its env), and the one
+// that ran least is moved to the caller's CPU (lend_cpu), where it runs
+// while the caller sleeps; when its block is done it takes its affinity
+// back. A worker that computes keeps pace with its clock, so on an idle
+// machine a pool lends only to envs that sleep or wait, which costs them a
+// move and nothing else.
 //
 // Ownership: slot k's cpu is written only by its thread (relaxed: a CPU
 // number is a hint, stale by the time it is read), `holding` only by its
-// worker, `lent` set by the caller and cleared by the worker; a worker's thread id and clock are written when it starts, and
-// `alive` under life_mu_, which the caller holds while it reads a worker's
-// clock or moves it (so it never acts on the id of a thread that has
-// ended). The samples are the caller's. The masks are set by init().
+// worker, `lent` set by the caller and cleared by the worker, the samples
+// only by the caller; a worker's thread id and clock are written when it
+// starts, and `alive`, under life_mu_, which the caller holds while it
+// reads a worker's clock or moves it (so it never acts on the id of a
+// thread that has ended). The masks are set by init().
 
 #include <pthread.h>
 #include <sched.h>
@@ -101,10 +103,7 @@ class CpuSpread {
     if (!enabled_) return false;
     const int me = t + 1;
     slots_[me].holding.store(true, std::memory_order_relaxed);
-    // Lent to the caller's CPU (affinity: that CPU only) since the last block:
-    // the scheduler may place it anywhere again.
-    if (slots_[me].lent.load(std::memory_order_relaxed) && slots_[me].lent.exchange(false, std::memory_order_relaxed))
-      sched_setaffinity(0, sizeof(allowed_), &allowed_);
+    take_back(slots_[me]);  // lent after its last block ended (the caller saw it holding that block)
     const int cpu = sched_getcpu();
     cpu_set_t to = allowed_;
     bool shared = false;
@@ -117,17 +116,21 @@ class CpuSpread {
     }
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_CLR(cpu, &to);
     if (!shared || CPU_COUNT(&to) == 0 || sched_setaffinity(0, sizeof(to), &to) != 0) {
-      slots_[me].cpu.store(cpu, std::memory_order_relaxed);
+      publish(slots_[me], cpu);
       return false;
     }
-    sched_setaffinity(0, sizeof(allowed_), &allowed_);
-    slots_[me].cpu.store(sched_getcpu(), std::memory_order_relaxed);
+    restore_affinity();
+    publish(slots_[me], sched_getcpu());
     return true;
   }
 
-  // Called by worker `t` when it has finished its block.
+  // Called by worker `t` when it has finished its block: a worker lent the
+  // caller's CPU for that block takes its affinity back at once (before it
+  // spins there, waiting for the next step).
   void worker_done(int t) {
-    if (enabled_) slots_[t + 1].holding.store(false, std::memory_order_relaxed);
+    if (!enabled_) return;
+    slots_[t + 1].holding.store(false, std::memory_order_relaxed);
+    take_back(slots_[t + 1]);
   }
 
   // Called by the caller thread when it starts waiting with nothing to step:
@@ -136,34 +139,43 @@ class CpuSpread {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(life_mu_);
     watched_ns_ = now_ns();
-    for (int k = 1; k <= stepping_workers && k < count_; ++k) slots_[k].watched_cpu_ns = cpu_ns(slots_[k]);
+    for (int k = 1; k <= stepping_workers && k < count_; ++k) {
+      Slot& s = slots_[k];
+      s.watched_cpu_ns = s.holding.load(std::memory_order_relaxed) ? cpu_ns(s) : -1;
+    }
   }
 
   // Called by the caller thread before it sleeps, after watch() in the same
-  // wait: moves each worker that holds a block but has not run for half the
-  // time since to the caller's CPU, then watches again. Returns how many
-  // moved.
-  int lend_cpu(int stepping_workers) {
-    if (!enabled_ || watched_ns_ < 0) return 0;
+  // wait: of the workers that hold a block but ran for less than half the
+  // time since, moves the one that ran least to the caller's CPU (the one
+  // CPU its sleep frees), then watches again. Returns whether one moved.
+  bool lend_cpu(int stepping_workers) {
+    if (!enabled_ || watched_ns_ < 0) return false;
     std::lock_guard<std::mutex> lock(life_mu_);
     const int64_t now = now_ns(), window = now - watched_ns_;
     watched_ns_ = now;
-    const int cpu = sched_getcpu();
-    int moved = 0;
+    Slot* stalled = nullptr;
+    int64_t least = window / 2;
     for (int k = 1; k <= stepping_workers && k < count_; ++k) {
       Slot& s = slots_[k];
+      if (!s.holding.load(std::memory_order_relaxed)) {
+        s.watched_cpu_ns = -1;  // between blocks: nothing to judge until it holds one
+        continue;
+      }
       const int64_t ran = cpu_ns(s), before = s.watched_cpu_ns;
       s.watched_cpu_ns = ran;
-      if (window < kMinWindowNs || ran < 0 || before < 0 || 2 * (ran - before) >= window) continue;
-      if (!s.alive || !s.holding.load(std::memory_order_relaxed) || cpu < 0 || cpu >= CPU_SETSIZE) continue;
-      cpu_set_t here;
-      CPU_ZERO(&here);
-      CPU_SET(cpu, &here);
-      if (sched_setaffinity(s.tid, sizeof(here), &here) != 0) continue;
-      s.lent.store(true, std::memory_order_relaxed);
-      ++moved;
+      if (ran < 0 || before < 0 || ran - before >= least) continue;
+      least = ran - before;
+      stalled = &s;
     }
-    return moved;
+    const int cpu = sched_getcpu();
+    if (stalled == nullptr || window < kMinWindowNs || cpu < 0 || cpu >= CPU_SETSIZE) return false;
+    cpu_set_t here;
+    CPU_ZERO(&here);
+    CPU_SET(cpu, &here);
+    if (sched_setaffinity(stalled->tid, sizeof(here), &here) != 0) return false;
+    stalled->lent.store(true, std::memory_order_relaxed);
+    return true;
   }
 
   // Called by the caller thread when its wait is over.
@@ -181,6 +193,28 @@ class CpuSpread {
     bool alive = false;       // under life_mu_
     int64_t watched_cpu_ns = -1;  // the caller's sample
   };
+
+  // Called by a worker for its own slot.
+  static void publish(Slot& s, int cpu) {
+    if (s.cpu.load(std::memory_order_relaxed) != cpu) s.cpu.store(cpu, std::memory_order_relaxed);
+  }
+
+  // Called by a worker for its own slot: undoes a lend.
+  void take_back(Slot& s) {
+    if (s.lent.load(std::memory_order_relaxed) && s.lent.exchange(false, std::memory_order_relaxed))
+      restore_affinity();
+  }
+
+  // Called by a worker: its affinity back to what it started with, or, if
+  // those CPUs have all left the process's cpuset since, to every CPU (the
+  // kernel keeps the cpuset's part).
+  void restore_affinity() {
+    if (sched_setaffinity(0, sizeof(allowed_), &allowed_) == 0) return;
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+    sched_setaffinity(0, sizeof(all), &all);
+  }
 
   static int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
