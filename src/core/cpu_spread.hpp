@@ -72,8 +72,6 @@ class CpuSpread {
                CPU_COUNT(&allowed_) > 1;
   }
 
-  bool enabled() const { return enabled_; }
-
   // Called by worker t when it starts and as it ends.
   void worker_started(int t) {
     if (!enabled_) return;
@@ -98,9 +96,8 @@ class CpuSpread {
   // Called by worker `t` as it takes a block, with the workers allowed to
   // step (those beyond are parked and their slots stale): publishes its CPU
   // and moves off a CPU that another stepping thread of the pool is on.
-  // Returns whether it moved.
-  bool worker_at(int t, int stepping_workers) {
-    if (!enabled_) return false;
+  void worker_at(int t, int stepping_workers) {
+    if (!enabled_) return;
     const int me = t + 1;
     slots_[me].holding.store(true, std::memory_order_relaxed);
     take_back(slots_[me]);  // lent after its last block ended (the caller saw it holding that block)
@@ -117,11 +114,10 @@ class CpuSpread {
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_CLR(cpu, &to);
     if (!shared || CPU_COUNT(&to) == 0 || sched_setaffinity(0, sizeof(to), &to) != 0) {
       publish(slots_[me], cpu);
-      return false;
+      return;
     }
     restore_affinity();
     publish(slots_[me], sched_getcpu());
-    return true;
   }
 
   // Called by worker `t` when it has finished its block: a worker lent the
@@ -148,9 +144,9 @@ class CpuSpread {
   // Called by the caller thread before it sleeps, after watch() in the same
   // wait: of the workers that hold a block but ran for less than half the
   // time since, moves the one that ran least to the caller's CPU (the one
-  // CPU its sleep frees), then watches again. Returns whether one moved.
-  bool lend_cpu(int stepping_workers) {
-    if (!enabled_ || watched_ns_ < 0) return false;
+  // CPU its sleep frees), then watches again.
+  void lend_cpu(int stepping_workers) {
+    if (!enabled_ || watched_ns_ < 0) return;
     std::lock_guard<std::mutex> lock(life_mu_);
     const int64_t now = now_ns(), window = now - watched_ns_;
     watched_ns_ = now;
@@ -169,13 +165,11 @@ class CpuSpread {
       stalled = &s;
     }
     const int cpu = sched_getcpu();
-    if (stalled == nullptr || window < kMinWindowNs || cpu < 0 || cpu >= CPU_SETSIZE) return false;
+    if (stalled == nullptr || window < kMinWindowNs || cpu < 0 || cpu >= CPU_SETSIZE) return;
     cpu_set_t here;
     CPU_ZERO(&here);
     CPU_SET(cpu, &here);
-    if (sched_setaffinity(stalled->tid, sizeof(here), &here) != 0) return false;
-    stalled->lent.store(true, std::memory_order_relaxed);
-    return true;
+    if (sched_setaffinity(stalled->tid, sizeof(here), &here) == 0) stalled->lent.store(true, std::memory_order_relaxed);
   }
 
   // Called by the caller thread when its wait is over.

@@ -38,7 +38,8 @@ class Debug {
     s.obs_low = {0.0, 0.0};
     s.obs_high = {1e9, 1e9};
     s.num_actions = 4;
-    s.step_cost_ns = o.get("sleep_us") + o.get("spin_us") > 0 ? (o.get("sleep_us") + o.get("spin_us")) * 1e3 : 50;
+    const double step_us = o.get("sleep_us") + o.get("spin_us");
+    s.step_cost_ns = step_us > 0 ? step_us * 1e3 : 50;
     return s;
   }
 
