@@ -136,6 +136,17 @@ class _Watchdog:
 
 WATCHDOG = _Watchdog()
 
+ALLOWED_CPUS = os.sched_getaffinity(0)
+
+
+def _set_every_threads_affinity(cpus: set[int]) -> None:
+    """As ``taskset -a -p``: every thread of this process."""
+    for t in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(t), cpus)
+        except ProcessLookupError:  # ended meanwhile
+            pass
+
 
 def _short(value: Any) -> str:
     text = repr(value).replace("\n", " ")
@@ -634,6 +645,8 @@ class PoolMachine(RuleBasedStateMachine):
         if self.env is not None and not self.model.closed:
             self._close_pool("close")
         self.env = None
+        if self.narrowed is not None:
+            _set_every_threads_affinity(ALLOWED_CPUS)
         if self.native:  # a joined thread may linger in /proc for a moment after pthread_join returns
             deadline = time.monotonic() + 2.0
             while len(os.listdir("/proc/self/task")) > self.threads_before and time.monotonic() < deadline:
@@ -645,6 +658,30 @@ class PoolMachine(RuleBasedStateMachine):
     def closed_flag_matches(self):
         if self.env is not None:
             assert self.env.closed == self.model.closed
+
+    # -- the user narrows the threads' affinity (taskset -a -p) ----------------------------------
+
+    narrowed: set[int] | None = None  # the CPUs every thread was narrowed to, while narrowed
+
+    @precondition(lambda self: self.native and len(ALLOWED_CPUS) > 1)
+    @rule(data=st.data())
+    def narrow_every_threads_affinity(self, data):
+        """Every thread of the process narrowed to some CPUs, or widened back (a pool's threads undid a
+        narrowing made after its construction: Reliability III)."""
+        cpus = data.draw(st.sets(st.sampled_from(sorted(ALLOWED_CPUS)), min_size=1), label="narrow every thread to")
+        _set_every_threads_affinity(cpus)
+        self.narrowed = None if cpus == ALLOWED_CPUS else cpus
+
+    @invariant()
+    def threads_stay_within_the_narrowed_affinity(self):
+        if self.narrowed is None:
+            return
+        for t in os.listdir("/proc/self/task"):
+            try:
+                cpus = os.sched_getaffinity(int(t))
+            except ProcessLookupError:  # ended meanwhile
+                continue
+            assert cpus <= self.narrowed, f"thread {t} runs on {sorted(cpus)}, narrowed to {sorted(self.narrowed)}"
 
     # -- the valid follow-up after a refusal -------------------------------------------------
 

@@ -72,25 +72,30 @@ def _thread_cpu_seconds(tid: int) -> float:
         return int(f.read().split()[0]) / 1e9  # time on a CPU, in ns
 
 
-def test_the_pool_threads_use_the_cpu_time_the_os_gives_them_beside_a_busy_process():
-    # The caller is held on CPU a, a busy loop on CPU b; the worker may go anywhere. The scheduler balances
-    # runnable tasks per CPU, whoever they are: the worker beside the caller (2 and 1) is as balanced as the
-    # worker beside the busy loop, and there the two threads would share one core, about 0.5 of it each,
-    # about 1.0 together. The worker moves off the CPU its caller steps on, and a caller with nothing left to
-    # step lends its CPU to a worker the OS has descheduled with a block in hand, so together they get more:
-    # the caller's CPU, and the worker's half of the other.
+def _two_cpus() -> tuple[set[int], int, int]:
     import os
-    import threading
-
-    from fastvec.bench.machine import BusyLoops
 
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
         pytest.skip("needs 2 CPUs")  # CI machines have 2 (and a skip fails there)
     a, b, *_ = sorted(allowed)
+    return allowed, a, b
+
+
+def test_a_worker_lent_the_callers_cpu_takes_its_own_affinity_back():
+    # The caller is held on CPU a, a busy loop on CPU b; the worker may go anywhere. A worker that finds the caller
+    # on its CPU moves off it, and a caller with nothing left to step lends its CPU to a worker the OS has
+    # descheduled with a block in hand (cpu_spread.hpp). Each move is undone: afterwards the worker's affinity is
+    # what it was. (What the moves buy is speed, which `fastvec bench --contention` measures beside the peers (the
+    # README's "Shared cores"), not a test: on a busy machine the OS gives the threads what it has.)
+    import os
+    import threading
+
+    from fastvec.bench.machine import BusyLoops
+
+    allowed, a, b = _two_cpus()
     before = set(os.listdir("/proc/self/task"))
     env = fastvec.make("_Debug-v0", 8, num_threads=2, block_size=1, spin_us=300)
-    caller = threading.get_native_id()
     actions = np.zeros(8, dtype=np.int64)
     env.reset()
     for _ in range(5):
@@ -99,24 +104,55 @@ def test_the_pool_threads_use_the_cpu_time_the_os_gives_them_beside_a_busy_proce
     # after it was joined; a sanitizer may start a thread of its own).
     new = [int(t) for t in set(os.listdir("/proc/self/task")) - before if os.path.exists(f"/proc/self/task/{t}")]
     worker = max(new, key=_thread_cpu_seconds)
+    assert worker != threading.get_native_id()
     with BusyLoops(1) as loops:
         os.sched_setaffinity(loops.pids[0], {b})
         os.sched_setaffinity(0, {a})
         try:
-            for _ in range(20):
-                env.step(actions)
-            t0, caller0, worker0 = time.perf_counter(), _thread_cpu_seconds(caller), _thread_cpu_seconds(worker)
             for _ in range(300):
                 env.step(actions)
-            wall = time.perf_counter() - t0
-            caller_share = (_thread_cpu_seconds(caller) - caller0) / wall
-            worker_share = (_thread_cpu_seconds(worker) - worker0) / wall
         finally:
             os.sched_setaffinity(0, allowed)
     for _ in range(5):
         env.step(actions)
-    lent_or_not = os.sched_getaffinity(worker)  # the worker was lent the caller's CPU, and takes its own back
+    after = os.sched_getaffinity(worker)
     env.close()
-    assert lent_or_not == allowed, (lent_or_not, allowed)
-    assert caller_share > 0.75, (caller_share, worker_share)  # sharing a core with the worker: about 0.5
-    assert caller_share + worker_share > 1.2, (caller_share, worker_share)  # measured 1.37-1.39; sharing: 1.03
+    assert after == allowed, (after, allowed)
+
+
+def test_a_pool_narrowed_after_construction_stays_narrowed():
+    # taskset -a -p -c A PID narrows every thread of a running process: the pool's threads must stay on A (a
+    # worker that found the caller on its CPU moved to another CPU of the construction-time set, and restored
+    # that whole set).
+    import os
+
+    allowed, a, _ = _two_cpus()
+    env = fastvec.make("_Debug-v0", 8, num_threads=2, block_size=1, spin_us=100)
+    actions = np.zeros(8, dtype=np.int64)
+    env.reset()
+    for _ in range(5):
+        env.step(actions)
+    tasks = [int(t) for t in os.listdir("/proc/self/task")]
+    try:
+        for t in tasks:
+            try:
+                os.sched_setaffinity(t, {a})
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+        for _ in range(300):
+            env.step(actions)
+        wider = {}
+        for t in tasks:
+            try:
+                if os.sched_getaffinity(t) != {a}:
+                    wider[t] = os.sched_getaffinity(t)
+            except ProcessLookupError:
+                pass
+    finally:
+        for t in [int(t) for t in os.listdir("/proc/self/task")]:
+            try:
+                os.sched_setaffinity(t, allowed)
+            except ProcessLookupError:
+                pass
+    env.close()
+    assert not wider, wider

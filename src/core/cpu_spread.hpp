@@ -23,19 +23,26 @@
 // (sched_getcpu: a read of the rseq area or the vDSO) each time it
 // takes a block: the caller in slot 0, worker t in slot t + 1. A worker
 // that finds another stepping thread of its pool on its own CPU narrows its
-// affinity to the allowed CPUs no such thread is on, which moves it at once,
-// then restores its affinity, which does not move it back; the scheduler may
-// place it anywhere again later, and the next block checks again. Nothing
-// moves while every stepping thread has a CPU of its own (an idle machine's
-// usual case), nor when there is no free CPU to go to. The caller never
-// moves: it is the user's thread, and its affinity is the user's.
+// affinity to the CPUs of its current affinity that no such thread is on,
+// which moves it at once, then restores that affinity, which does not move
+// it back; the scheduler may place it anywhere again later, and the next
+// block checks again. Nothing moves while every stepping thread has a CPU of
+// its own (an idle machine's usual case), nor when there is no free CPU to
+// go to. The caller never moves: it is the user's thread, and its affinity
+// is the user's.
+// A thread never leaves the affinity it has when it is moved: the user may
+// narrow the pool's threads at any time (taskset -a -p), and a narrowed
+// pool stays narrowed. Each move goes to a subset of the thread's affinity
+// of the moment, and is undone back to that affinity only while the
+// thread's affinity is still the one the move set (a user's change in
+// between wins).
 // How, lending: a caller that has waited a while with nothing left to step
 // samples the workers' CPU time (watch); when it is about to sleep, a
 // worker holding a block whose CPU time grew by less than half the time
 // since is not running (descheduled, or asleep in its env), and the one
-// that ran least is moved to the caller's CPU (lend_cpu), where it runs
-// while the caller sleeps; when its block is done it takes its affinity
-// back. A worker that computes keeps pace with its clock, so on an idle
+// that ran least is moved to the caller's CPU (lend_cpu) if its affinity
+// has that CPU, where it runs while the caller sleeps; when its block is
+// done it takes its affinity back. A worker that computes keeps pace with its clock, so on an idle
 // machine a pool lends only to envs that sleep or wait, which costs them a
 // move and nothing else.
 //
@@ -45,7 +52,9 @@
 // only by the caller; a worker's thread id and clock are written when it
 // starts, and `alive`, under life_mu_, which the caller holds while it
 // reads a worker's clock or moves it (so it never acts on the id of a
-// thread that has ended). The masks are set by init().
+// thread that has ended). A lent worker's affinity from before the lend
+// (`before_lend`) is written by the caller before it sets `lent` (release)
+// and read by the worker after it clears `lent` (acquire).
 
 #include <pthread.h>
 #include <sched.h>
@@ -68,8 +77,8 @@ class CpuSpread {
   void init(int workers, bool enabled) {
     slots_.reset(new Slot[workers + 1]);
     count_ = workers + 1;
-    enabled_ = enabled && workers > 0 && sched_getaffinity(0, sizeof(allowed_), &allowed_) == 0 &&
-               CPU_COUNT(&allowed_) > 1;
+    cpu_set_t allowed;
+    enabled_ = enabled && workers > 0 && sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) > 1;
   }
 
   // Called by worker t when it starts and as it ends.
@@ -100,23 +109,25 @@ class CpuSpread {
     if (!enabled_) return;
     const int me = t + 1;
     slots_[me].holding.store(true, std::memory_order_relaxed);
-    take_back(slots_[me]);  // lent after its last block ended (the caller saw it holding that block)
     const int cpu = sched_getcpu();
-    cpu_set_t to = allowed_;
     bool shared = false;
-    for (int k = 0; k <= stepping_workers && k < count_; ++k) {
-      if (k == me) continue;
-      const int other = slots_[k].cpu.load(std::memory_order_relaxed);
-      if (other < 0 || other >= CPU_SETSIZE) continue;
-      shared |= other == cpu;
-      CPU_CLR(other, &to);
-    }
-    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_CLR(cpu, &to);
-    if (!shared || CPU_COUNT(&to) == 0 || sched_setaffinity(0, sizeof(to), &to) != 0) {
+    for (int k = 0; k <= stepping_workers && k < count_ && !shared; ++k)
+      shared = k != me && slots_[k].cpu.load(std::memory_order_relaxed) == cpu;
+    cpu_set_t own, to;
+    if (!shared || sched_getaffinity(0, sizeof(own), &own) != 0) {
       publish(slots_[me], cpu);
       return;
     }
-    restore_affinity();
+    to = own;  // the CPUs of its affinity that no other stepping thread of the pool is on
+    for (int k = 0; k <= stepping_workers && k < count_; ++k) {
+      const int other = k == me ? cpu : slots_[k].cpu.load(std::memory_order_relaxed);
+      if (other >= 0 && other < CPU_SETSIZE) CPU_CLR(other, &to);
+    }
+    if (CPU_COUNT(&to) == 0 || sched_setaffinity(0, sizeof(to), &to) != 0) {
+      publish(slots_[me], cpu);
+      return;
+    }
+    undo_move(0, to, own);
     publish(slots_[me], sched_getcpu());
   }
 
@@ -125,7 +136,7 @@ class CpuSpread {
   // spins there, waiting for the next step).
   void worker_done(int t) {
     if (!enabled_) return;
-    slots_[t + 1].holding.store(false, std::memory_order_relaxed);
+    slots_[t + 1].holding.store(false, std::memory_order_seq_cst);  // before take_back's read of `lent` (lend_cpu)
     take_back(slots_[t + 1]);
   }
 
@@ -166,10 +177,22 @@ class CpuSpread {
     }
     const int cpu = sched_getcpu();
     if (stalled == nullptr || window < kMinWindowNs || cpu < 0 || cpu >= CPU_SETSIZE) return;
+    // Lent only a CPU its affinity has (the user may have narrowed it), and once: a worker still lent keeps the
+    // affinity it had before.
+    if (stalled->lent.load(std::memory_order_relaxed)) return;
+    if (sched_getaffinity(stalled->tid, sizeof(stalled->before_lend), &stalled->before_lend) != 0 ||
+        !CPU_ISSET(cpu, &stalled->before_lend) || CPU_COUNT(&stalled->before_lend) == 1)
+      return;
     cpu_set_t here;
     CPU_ZERO(&here);
     CPU_SET(cpu, &here);
-    if (sched_setaffinity(stalled->tid, sizeof(here), &here) == 0) stalled->lent.store(true, std::memory_order_relaxed);
+    if (sched_setaffinity(stalled->tid, sizeof(here), &here) != 0) return;
+    stalled->lent.store(true, std::memory_order_seq_cst);
+    // The worker may have ended its block since it was sampled; then it may not have seen `lent` (it clears
+    // `holding`, then reads `lent`: of the two threads, one sees the other's store), and the lend is undone here,
+    // so that a lend never outlives the block it was made for.
+    if (!stalled->holding.load(std::memory_order_seq_cst) && stalled->lent.exchange(false, std::memory_order_acquire))
+      undo_move(stalled->tid, here, stalled->before_lend);
   }
 
   // Called by the caller thread when its wait is over.
@@ -181,11 +204,12 @@ class CpuSpread {
   struct alignas(64) Slot {
     std::atomic<int> cpu{-1};
     std::atomic<bool> holding{false};
-    std::atomic<bool> lent{false};  // set by the caller's lend_cpu, cleared by the worker as it restores its affinity
+    std::atomic<bool> lent{false};  // set by the caller's lend_cpu, cleared by whichever restores the affinity
     pid_t tid = 0;            // workers only, set at start (under life_mu_)
     clockid_t clock{};        // the worker's CPU-time clock
     bool alive = false;       // under life_mu_
     int64_t watched_cpu_ns = -1;  // the caller's sample
+    cpu_set_t before_lend{};  // the worker's affinity when the caller lent it its CPU (see `lent`)
   };
 
   // Called by a worker for its own slot.
@@ -194,20 +218,23 @@ class CpuSpread {
   }
 
   // Called by a worker for its own slot: undoes a lend.
-  void take_back(Slot& s) {
-    if (s.lent.load(std::memory_order_relaxed) && s.lent.exchange(false, std::memory_order_relaxed))
-      restore_affinity();
+  static void take_back(Slot& s) {
+    if (!s.lent.load(std::memory_order_seq_cst) || !s.lent.exchange(false, std::memory_order_acquire)) return;
+    const int cpu = sched_getcpu();
+    cpu_set_t here;
+    CPU_ZERO(&here);
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &here);
+    undo_move(0, here, s.before_lend);
   }
 
-  // Called by a worker: its affinity back to what it started with, or, if
-  // those CPUs have all left the process's cpuset since, to every CPU (the
-  // kernel keeps the cpuset's part).
-  void restore_affinity() {
-    if (sched_setaffinity(0, sizeof(allowed_), &allowed_) == 0) return;
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
-    sched_setaffinity(0, sizeof(all), &all);
+  // Thread `tid`'s (0: the calling thread's) affinity back from `moved` (what a move set) to `before`, unless it
+  // is no longer `moved` (the user set another since: theirs stays; a user's set equal to `moved`, made while
+  // moved, cannot be told from the move). If `before` cannot be set (its CPUs left the process's cpuset since),
+  // the thread keeps the narrower affinity it has.
+  static void undo_move(pid_t tid, const cpu_set_t& moved, const cpu_set_t& before) {
+    cpu_set_t now;
+    if (sched_getaffinity(tid, sizeof(now), &now) != 0 || !CPU_EQUAL(&now, &moved)) return;
+    sched_setaffinity(tid, sizeof(before), &before);
   }
 
   static int64_t now_ns() {
@@ -224,7 +251,6 @@ class CpuSpread {
 
   std::unique_ptr<Slot[]> slots_;
   int count_ = 0;
-  cpu_set_t allowed_{};  // the creating thread's affinity, which the workers inherit
   bool enabled_ = false;
   std::mutex life_mu_;
   int64_t watched_ns_ = -1;  // the caller's: when watch() or lend_cpu() last sampled, -1 outside a wait
