@@ -97,6 +97,13 @@ class GoalEnv(gym.Env):
         time.sleep(seconds)  # an env that takes its time to answer (for the interrupted-call test)
         return seconds
 
+    def interrupt_and_wait(self, pid, seconds):
+        # Ctrl-C reaches the caller while this call is surely in flight (a timer in the caller could fire after a
+        # busy machine had let the call end): env 0 sends it, then every env takes its time.
+        if self.scale == 1.0:
+            os.kill(pid, signal.SIGINT)
+        return self.wait(seconds)
+
 
 def goal_env(**kw):
     return gym.wrappers.TimeLimit(GoalEnv(**kw), 50)
@@ -364,11 +371,8 @@ def test_an_interrupted_call_leaves_the_pool_usable():
     """Ctrl-C while the envs answer: the next call gets its own answers, not the late ones of the call that was
     interrupted."""
     env = pool(workers=2)
-    ctrl_c = threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
-    ctrl_c.start()
     with pytest.raises(KeyboardInterrupt):
-        env.call("wait", 0.5)  # each worker answers after 1 s (two envs each)
-    ctrl_c.join()
+        env.call("interrupt_and_wait", os.getpid(), 0.5)  # each worker answers after 1 s (two envs each)
     assert env.call("wait", 0.0) == (0.0,) * 4  # waits out the interrupted call's late answers and drops them
     assert env.get_attr("scale") == (1.0, 2.0, 3.0, 4.0)
     env.reset()
