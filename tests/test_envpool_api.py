@@ -293,6 +293,41 @@ def test_async_pool_as_envpool():
     env.close()
 
 
+def test_async_reset_of_fewer_envs_than_batch_size_as_envpool():
+    """An async pool's reset(env_id) of fewer envs than batch_size, other envs in flight: EnvPool 1.2.5 returns
+    the next batch (its reset is a send and a recv), of any envs in flight; so does fastvec, where it raised
+    about recv_rest() (a call the caller never made) after sending the reset. With nothing else in flight,
+    fastvec returns the reset envs' rows (EnvPool waits forever). The pool goes on either way."""
+    for env in (
+        fe.make_gymnasium("CartPole-v1", num_envs=8, batch_size=4, seed=0),
+        envpool_make("CartPole-v1", "gymnasium", num_envs=8, batch_size=4, seed=0),
+    ):
+        env.async_reset()
+        *_, info = env.recv()
+        first = info["env_id"]
+        others = np.setdiff1d(np.arange(8), first)  # in flight (or done, not yet received)
+        obs, info = env.reset(first[:2])
+        ids = info["env_id"]
+        assert obs.shape == (4, 4) and len(set(ids.tolist())) == 4, type(env)
+        assert set(ids.tolist()) <= set(others.tolist()) | set(first[:2].tolist())
+        assert (info["elapsed_step"] == 0).all()
+        env.send(np.zeros(4, np.int32), ids)  # the pool goes on: 6 envs in flight
+        for _ in range(3):
+            *_, info = env.recv()
+            assert len(info["env_id"]) == 4
+            env.send(np.zeros(4, np.int32), info["env_id"])
+        env.close()
+    env = fe.make_gymnasium("CartPole-v1", num_envs=8, batch_size=4, seed=0)
+    env.async_reset()
+    env.recv()
+    env.recv()  # nothing in flight
+    obs, info = env.reset(np.array([5, 2]))
+    assert obs.shape == (2, 4) and sorted(info["env_id"].tolist()) == [2, 5]
+    env.send(np.zeros(2, np.int32), info["env_id"])
+    assert env.recv_rest()[0].shape == (2, 4)
+    env.close()
+
+
 def test_env_seed_and_seed_convention():
     """seed=s seeds env i with s + i, as EnvPool; env_seed gives each env its own; both as fastvec.make's."""
     a = fe.make_gymnasium("CartPole-v1", num_envs=2, seed=5)
