@@ -565,3 +565,18 @@ def test_empty_and_out_of_range_requests_are_named():
     assert dm.render().shape == (1, 400, 600, 3)
     env.close()
     dm.close()
+
+
+@pytest.mark.parametrize("batch_size", [4, 2])
+def test_an_all_false_reset_mask_is_named(batch_size):
+    """options={"reset_mask": all False} names reset_mask (it was reported as an empty env_id, which the caller
+    never passed), as fastvec.make's pools word it, before anything is sent; the pool goes on."""
+    env = fe.make_gymnasium("CartPole-v1", num_envs=4, batch_size=batch_size, seed=0)
+    env.reset()
+    if batch_size < 4:
+        env.recv()  # every env's reset row received: none in flight
+    with pytest.raises(ValueError, match=r"^options\['reset_mask'\] must contain at least one True value$"):
+        env.reset(options={"reset_mask": np.zeros(4, bool)})
+    obs, info = env.reset(options={"reset_mask": np.array([False, True, True, False])})
+    assert obs.shape == (2, 4) and sorted(info["env_id"].tolist()) == [1, 2]
+    env.close()

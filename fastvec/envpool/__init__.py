@@ -35,7 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec._args import check_env_ids, check_int, check_seed, reset_options
+from fastvec._args import check_env_ids, check_int, check_seed, reset_mask_ids, reset_options
 from fastvec._core import EnvError
 from fastvec.registry import EnvEntry, list_envs, lookup
 from fastvec.vector import VectorEnv, make_native
@@ -347,11 +347,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         in flight when they are fewer. ``seed`` reseeds as fastvec's ``reset`` does (EnvPool ignores it)."""
         reset_mask, option_ids, env_options = reset_options(options)
         if reset_mask is not None:
-            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
-                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
-            if reset_mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}")
-            option_ids = np.flatnonzero(reset_mask)
+            option_ids = reset_mask_ids(reset_mask, self.num_envs)
         if env_id is not None and option_ids is not None:
             raise ValueError("pass the envs to reset as env_id or in options, not both")
         env_id = option_ids if env_id is None else env_id
