@@ -143,16 +143,18 @@ def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int) -> np.nda
     when the reset names env ids instead (the caller checks those)."""
     if batch_size != num_envs:
         raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
-    ids = None
-    if reset_mask is not None:
-        if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
-            raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
-        if reset_mask.shape != (num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {reset_mask.shape}")
-        if not reset_mask.any():
-            raise ValueError("options['reset_mask'] must contain at least one True value")
-        ids = np.flatnonzero(reset_mask).astype(np.int32)
-    return ids
+    return None if reset_mask is None else reset_mask_ids(reset_mask, num_envs)
+
+
+def reset_mask_ids(reset_mask: Any, num_envs: int) -> np.ndarray:
+    """The env ids (int32) ``options["reset_mask"]`` selects: a bool array, one per env, not all False."""
+    if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
+        raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
+    if reset_mask.shape != (num_envs,):
+        raise ValueError(f"options['reset_mask'] must have shape ({num_envs},), got {reset_mask.shape}")
+    if not reset_mask.any():
+        raise ValueError("options['reset_mask'] must contain at least one True value")
+    return np.flatnonzero(reset_mask).astype(np.int32)
 
 
 def check_env_ids(env_id: Any, num_envs: int, unique: bool = True) -> np.ndarray:

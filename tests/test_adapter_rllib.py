@@ -145,7 +145,7 @@ def test_bad_num_envs_and_runner_classes_are_refused_in_the_driver():
     for setup in (configure, configure_old_stack):
         with pytest.raises(TypeError, match="num_envs must be an int, got str '8'"):
             setup(bare_ppo_config(), "CartPole-v1", num_envs="8")
-        with pytest.raises(ValueError, match="num_envs must be >= 1, got 0"):
+        with pytest.raises(ValueError, match=r"num_envs must be in \[1, 16777216\], got 0"):  # (fastvec.make's)
             setup(bare_ppo_config(), "CartPole-v1", num_envs=0)
         with pytest.raises(TypeError, match=r"takes an env id \(str\) or a callable"):
             setup(bare_ppo_config(), 5, num_envs=2)
@@ -160,6 +160,47 @@ def test_env_kwargs_are_checked_in_the_driver():
         fastvec.rllib_env("CartPole-v1", gravity=3.0)
     with pytest.raises(TypeError, match="gravity"):
         configure(bare_ppo_config(), "CartPole-v1", num_envs=4, gravity=3.0)
+
+
+# Options configure takes, each with a value fastvec.make refuses (and configure took, or refused in other words).
+BAD_OPTIONS = [
+    ("CartPole-v1", {"num_envs": 4, "num_threads": 1.5}),
+    ("CartPole-v1", {"num_envs": 4, "num_threads": "2"}),
+    ("CartPole-v1", {"num_envs": 4, "num_threads": 0}),
+    ("CartPole-v1", {"num_envs": 2**25}),
+    ("CartPole-v1", {"num_envs": 0}),
+    ("CartPole-v1", {"num_envs": 4, "seed": 2**64 - 2}),  # seed + i must stay below 2**64
+    ("CartPole-v1", {"num_envs": 6, "block_size": 4}),  # must divide num_envs
+    ("FrozenLake-v1", {"num_envs": 4, "num_threads": 1.5}),  # the Python-env pool's checks
+    ("FrozenLake-v1", {"num_envs": 2**17, "num_threads": 1}),
+    ("FrozenLake-v1", {"num_envs": 2, "num_threads": 3}),
+]
+
+
+@pytest.mark.parametrize(("env_id", "options"), BAD_OPTIONS, ids=lambda v: repr(v) if isinstance(v, dict) else v)
+@pytest.mark.parametrize("setup", ["configure", "configure_old_stack"])
+def test_configure_checks_every_option_as_fastvec_make_does(setup, env_id, options):
+    """What fastvec.make refuses, configure refuses when it is called, in the driver, with make's exception and
+    words (num_threads=1.5 was taken, as one CPU per runner); what make takes with num_envs > 1, configure takes."""
+    import re
+
+    from fastvec.adapters import rllib
+
+    with pytest.raises((TypeError, ValueError)) as made:
+        fastvec.make(env_id, **options)
+    with pytest.raises(made.type, match=f"^{re.escape(str(made.value))}$"):
+        getattr(rllib, setup)(bare_ppo_config(), env_id, **options)
+
+
+def test_configure_takes_what_fastvec_make_takes_for_num_envs():
+    """Options checked against num_envs are checked against the runners' num_envs (block_size 8 of 64 envs was
+    refused, checked against a pool of one env)."""
+    from fastvec.adapters.rllib import configure_old_stack
+
+    config = configure(bare_ppo_config(), "CartPole-v1", num_envs=64, num_threads=1, block_size=8)
+    assert creator(config.env)({"num_envs": 64}).num_envs == 64
+    configure_old_stack(bare_ppo_config(), "CartPole-v1", num_envs=64, num_threads=1, block_size=8)
+    configure(bare_ppo_config(), "FrozenLake-v1", num_envs=4, num_threads=2)
 
 
 # -- training ----------------------------------------------------------------

@@ -293,6 +293,41 @@ def test_async_pool_as_envpool():
     env.close()
 
 
+def test_async_reset_of_fewer_envs_than_batch_size_as_envpool():
+    """An async pool's reset(env_id) of fewer envs than batch_size, other envs in flight: EnvPool 1.2.5 returns
+    the next batch (its reset is a send and a recv), of any envs in flight; so does fastvec, where it raised
+    about recv_rest() (a call the caller never made) after sending the reset. With nothing else in flight,
+    fastvec returns the reset envs' rows (EnvPool waits forever). The pool goes on either way."""
+    for env in (
+        fe.make_gymnasium("CartPole-v1", num_envs=8, batch_size=4, seed=0),
+        envpool_make("CartPole-v1", "gymnasium", num_envs=8, batch_size=4, seed=0),
+    ):
+        env.async_reset()
+        *_, info = env.recv()
+        first = info["env_id"]
+        others = np.setdiff1d(np.arange(8), first)  # in flight (or done, not yet received)
+        obs, info = env.reset(first[:2])
+        ids = info["env_id"]
+        assert obs.shape == (4, 4) and len(set(ids.tolist())) == 4, type(env)
+        assert set(ids.tolist()) <= set(others.tolist()) | set(first[:2].tolist())
+        assert (info["elapsed_step"] == 0).all()
+        env.send(np.zeros(4, np.int32), ids)  # the pool goes on: 6 envs in flight
+        for _ in range(3):
+            *_, info = env.recv()
+            assert len(info["env_id"]) == 4
+            env.send(np.zeros(4, np.int32), info["env_id"])
+        env.close()
+    env = fe.make_gymnasium("CartPole-v1", num_envs=8, batch_size=4, seed=0)
+    env.async_reset()
+    env.recv()
+    env.recv()  # nothing in flight
+    obs, info = env.reset(np.array([5, 2]))
+    assert obs.shape == (2, 4) and sorted(info["env_id"].tolist()) == [2, 5]
+    env.send(np.zeros(2, np.int32), info["env_id"])
+    assert env.recv_rest()[0].shape == (2, 4)
+    env.close()
+
+
 def test_env_seed_and_seed_convention():
     """seed=s seeds env i with s + i, as EnvPool; env_seed gives each env its own; both as fastvec.make's."""
     a = fe.make_gymnasium("CartPole-v1", num_envs=2, seed=5)
@@ -530,3 +565,18 @@ def test_empty_and_out_of_range_requests_are_named():
     assert dm.render().shape == (1, 400, 600, 3)
     env.close()
     dm.close()
+
+
+@pytest.mark.parametrize("batch_size", [4, 2])
+def test_an_all_false_reset_mask_is_named(batch_size):
+    """options={"reset_mask": all False} names reset_mask (it was reported as an empty env_id, which the caller
+    never passed), as fastvec.make's pools word it, before anything is sent; the pool goes on."""
+    env = fe.make_gymnasium("CartPole-v1", num_envs=4, batch_size=batch_size, seed=0)
+    env.reset()
+    if batch_size < 4:
+        env.recv()  # every env's reset row received: none in flight
+    with pytest.raises(ValueError, match=r"^options\['reset_mask'\] must contain at least one True value$"):
+        env.reset(options={"reset_mask": np.zeros(4, bool)})
+    obs, info = env.reset(options={"reset_mask": np.array([False, True, True, False])})
+    assert obs.shape == (2, 4) and sorted(info["env_id"].tolist()) == [1, 2]
+    env.close()

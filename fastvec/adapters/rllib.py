@@ -126,6 +126,17 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
     >>> config.environment(env=fastvec.rllib_env("CartPole-v1")).env_runners(
     ...     num_envs_per_env_runner=64, gym_env_vectorize_mode="vector_entry_point")
     """
+    label, env, _ = _checked(env_id, normalize_images, kwargs, 1)
+    return _registered(label, env_id, env, kwargs, normalize_images)
+
+
+def _checked(
+    env_id: str | Callable[[], gym.Env], normalize_images: bool | None, kwargs: dict[str, Any], num_envs: int
+) -> tuple[str, str | Callable[[], gym.Env], bool]:
+    """``rllib_env``'s arguments checked in the driver: (its label, the env as the creator makes it, whether it
+    is native). A native env's pool is made, of ``num_envs`` envs, and closed: what the runners' fastvec.make
+    would refuse fails here, with its exception and words, not as an IndexError of RLlib's once a remote
+    runner has failed to build its env (the error only in the worker's log). ``kwargs`` may gain options."""
     label = _label(env_id, "rllib_env", " (RLlib chooses num_envs: a list of constructors does not apply)")
     native = isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python"
     if native:
@@ -141,11 +152,19 @@ def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | N
             )
     if normalize_images is not None and not isinstance(normalize_images, bool):
         raise TypeError(f"normalize_images must be a bool or None, got {normalize_images!r}")
-    env = label if isinstance(env_id, str) else env_id
     if native:
-        # Bad env kwargs fail here, with fastvec.make's words, not as an IndexError of RLlib's
-        # once a remote runner has failed to build its env (the TypeError only in the worker's log).
-        make(label, 1, **kwargs).close()
+        make(label, num_envs, **kwargs).close()
+    return label, label if isinstance(env_id, str) else env_id, native
+
+
+def _registered(
+    label: str,
+    env_id: str | Callable[[], gym.Env],
+    env: str | Callable[[], gym.Env],
+    kwargs: dict[str, Any],
+    normalize_images: bool | None,
+) -> str:
+    """Registers the creator of ``env``'s pools with Ray Tune; returns its name."""
     extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
     name = _registry_name("fastvec", label, env_id, *([sorted(extra.items(), key=lambda kv: kv[0])] if extra else []))
     register_env(name, _Creator(env, dict(kwargs), normalize_images))
@@ -190,13 +209,24 @@ def configure(
     than the largest node has is refused (Ray could never place the runner). ``env_runner_cls=None``
     keeps RLlib's ``SingleAgentEnvRunner``. Returns ``config``.
 
+    ``num_envs``, ``num_threads`` and ``kwargs`` get fastvec.make's checks here, in the driver, with its
+    exceptions and words: a native env's pool is made as each runner will make it (``num_envs`` envs; an Atari
+    env takes some 15 ms to make) and closed; for an env of the Python-env pool, whose worker processes are not
+    started here, ``num_envs`` and ``num_threads`` are checked as fastvec.make checks them.
+
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """
-    num_envs = check_int("num_envs", num_envs, 1)
     if env_runner_cls is not None and not (isinstance(env_runner_cls, type) and issubclass(env_runner_cls, EnvRunner)):
         raise TypeError(f"env_runner_cls must be an EnvRunner subclass or None, got {env_runner_cls!r}")
-    cpus = _runner_cpus(config, num_threads)
-    name = rllib_env(env_id, num_threads=cpus, **kwargs)
+    kwargs = dict(kwargs)
+    normalize_images = kwargs.pop("normalize_images", None)
+    cpus = _runner_threads(config, num_threads)
+    kwargs["num_threads"] = cpus
+    label, env, native = _checked(env_id, normalize_images, kwargs, num_envs)
+    if not native:
+        _check_python_pool(num_envs, cpus)
+    _check_fits_a_node(cpus)
+    name = _registered(label, env_id, env, kwargs, normalize_images)
     config.environment(env=name)
     config.env_runners(
         num_envs_per_env_runner=num_envs,
@@ -208,13 +238,32 @@ def configure(
     return config
 
 
-def _runner_cpus(config: Any, num_threads: int | None) -> int:
-    """The CPUs each runner reserves (its pool's threads): ``num_threads``, else the config's; refused if
-    no node has that many (Ray could never place the runner, and build_algo() would wait for ever)."""
-    cpus = num_threads if num_threads is not None else config.num_cpus_per_env_runner
-    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus < 1:
-        raise ValueError(f"num_threads must be a positive int, got {cpus!r}")
-    cpus = int(cpus)
+def _runner_threads(config: Any, num_threads: Any) -> Any:
+    """The pool threads (and CPUs) of each runner: ``num_threads`` as given (fastvec.make checks it), else
+    RLlib's ``config.num_cpus_per_env_runner``, which may be a fraction of a CPU: at least 1, whole CPUs."""
+    if num_threads is not None:
+        return num_threads
+    cpus = config.num_cpus_per_env_runner
+    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not cpus >= 1:
+        raise ValueError(
+            f"config.num_cpus_per_env_runner must be a number >= 1 when num_threads is not given (each CPU runs "
+            f"a pool thread), got {cpus!r}; pass num_threads"
+        )
+    return int(cpus)
+
+
+def _check_python_pool(num_envs: Any, num_threads: Any) -> None:
+    """fastvec.make's checks of ``num_envs`` and ``num_threads`` for an env it runs in the Python-env pool (made
+    in the runners only: the pool's worker processes are not started in the driver), with its words."""
+    from fastvec.pyenv.pool import _num_workers  # (imported as fastvec.make imports the Python-env pool: lazily)
+
+    check_int("num_envs", num_envs, 1, 1 << 16)  # (fastvec.pyenv.make's)
+    _num_workers(num_threads, num_envs)
+
+
+def _check_fits_a_node(cpus: int) -> None:
+    """Refuses ``cpus`` (fastvec.make's num_threads, checked) per runner if no node has that many: Ray could never
+    place the runner, and build_algo() would wait for ever."""
     largest = _largest_node_cpus()
     if cpus > largest:
         where = "node of the Ray cluster" if ray.is_initialized() else "CPU count of this machine (what ray.init gives)"
@@ -222,7 +271,6 @@ def _runner_cpus(config: Any, num_threads: int | None) -> int:
             f"num_threads={cpus}: an EnvRunner reserves a CPU per pool thread, and the largest {where} is "
             f"{largest}; RLlib would wait for ever to place the runner. Use num_threads <= {largest}."
         )
-    return cpus
 
 
 def _largest_node_cpus() -> int:
@@ -307,11 +355,13 @@ def configure_old_stack(
 
     >>> config = configure_old_stack(PPOConfig(), "CartPole-v1", num_envs=8)
     """
-    num_envs = check_int("num_envs", num_envs, 1)
-    cpus = _runner_cpus(config, num_threads)
+    cpus = _runner_threads(config, num_threads)
     label = _label(env_id, "configure_old_stack")
-    if isinstance(env_id, str):
-        make(label, 1, num_threads=cpus, **kwargs).close()  # bad kwargs fail here, in the driver
+    if isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python":
+        make(label, num_envs, num_threads=cpus, **kwargs).close()  # fastvec.make's checks, in the driver
+    else:
+        _check_python_pool(num_envs, cpus)
+    _check_fits_a_node(cpus)
     env = label if isinstance(env_id, str) else env_id
     name = _registry_name("fastvec-old", label, env_id, num_envs, cpus, sorted(kwargs.items(), key=lambda kv: kv[0]))
     register_env(name, _OldStackCreator(env, {**kwargs, "num_threads": cpus}, num_envs))

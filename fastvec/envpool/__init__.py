@@ -35,7 +35,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec._args import check_env_ids, check_int, check_seed, reset_options
+from fastvec._args import check_env_ids, check_int, check_seed, reset_mask_ids, reset_options
+from fastvec._core import EnvError
 from fastvec.registry import EnvEntry, list_envs, lookup
 from fastvec.vector import VectorEnv, make_native
 
@@ -341,15 +342,12 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         self, env_id: Any = None, *, seed: Any = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """EnvPool's reset: every env (sync), or the envs of ``env_id`` (or of ``options["reset_mask"]``), and
-        their rows only, in ``env_id``'s order; an async pool returns the first ``batch_size`` envs to finish
-        (the rest come from :meth:`recv`). ``seed`` reseeds as fastvec's ``reset`` does (EnvPool ignores it)."""
+        their rows only, in ``env_id``'s order; an async pool returns the next batch, EnvPool's: the first
+        ``batch_size`` envs to finish, these or others in flight (the rest come from :meth:`recv`), or every env
+        in flight when they are fewer. ``seed`` reseeds as fastvec's ``reset`` does (EnvPool ignores it)."""
         reset_mask, option_ids, env_options = reset_options(options)
         if reset_mask is not None:
-            if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_:
-                raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
-            if reset_mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}")
-            option_ids = np.flatnonzero(reset_mask)
+            option_ids = reset_mask_ids(reset_mask, self.num_envs)
         if env_id is not None and option_ids is not None:
             raise ValueError("pass the envs to reset as env_id or in options, not both")
         env_id = option_ids if env_id is None else env_id
@@ -398,13 +396,27 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         of the ids (it returns them in env order), an async pool's first batch of them (completion order)."""
         n = sent if isinstance(sent, int) else len(sent)
         if not self._sync:
-            return self._result(self._pool.recv() if n >= self.batch_size else self._pool.recv_rest())
+            return self._result(self._pool.recv() if n >= self.batch_size else self._next_rows())
         result = self._result(self._pool.recv() if n == self.num_envs else self._pool.recv_rest())
         ids = sent
         if isinstance(ids, np.ndarray) and len(ids) > 1 and np.any(ids[1:] < ids[:-1]):
             rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
             result = _pick(result, rank)
         return result
+
+    def _next_rows(self) -> Any:
+        """After an async pool's reset of fewer than ``batch_size`` envs: the next batch, as EnvPool's reset
+        returns it (its ``recv()``: the first ``batch_size`` envs to finish, these or others in flight), or, when
+        fewer than ``batch_size`` envs are in flight, all of them (EnvPool would wait forever). Only the pool
+        knows how many are in flight: its ``recv()`` refuses (a RuntimeError, nothing taken) when they are too
+        few, and the reset just sent leaves at least one, which ``recv_rest()`` takes."""
+        try:
+            return self._pool.recv()
+        except EnvError:  # an env's own exception (a RuntimeError too): the caller's to see
+            raise
+        except RuntimeError:
+            self._check_open()
+            return self._pool.recv_rest()
 
     def _info(self, r: Any) -> dict[str, Any]:
         return self._result(r)[4]
