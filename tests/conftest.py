@@ -11,6 +11,12 @@ import textwrap
 import numpy as np
 import pytest
 
+# torch's intra-op threads spin at their barriers: beside a busy core, the training tests ran many times as long on
+# torch's default thread count as on one (RLlib's SAC test 290 s against 33 s idle; a CleanRL-style PPO 112 s
+# against 6 s). Their models are small: one thread each, here and in the processes the tests start (Ray's workers,
+# pool workers), unless the caller says otherwise. Read by torch when it is first imported, after this.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import fastvec
 from fastvec.mujoco_models import V5_IDS
 

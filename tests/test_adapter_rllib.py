@@ -214,6 +214,17 @@ def outside_checkout(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def torch_on_one_thread():
+    """The learners here run in the test process: torch's intra-op threads spin at their barriers, and beside a
+    busy core an update took many times as long (SAC's test took 290 s, against 33 s idle)."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def local_ray(outside_checkout, ray):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -305,6 +316,9 @@ def test_other_algorithms_run_on_fastvecs_runner(local_ray, algo):
     config = Config().framework("torch").debugging(seed=0).env_runners(num_env_runners=0)
     config.reporting(min_time_s_per_iteration=1, min_sample_timesteps_per_iteration=400)
     if algo != "APPO":
+        # 100 steps a sample() call: an update per 100 steps, where one per call of 4 steps made SAC's test
+        # 33 s idle and 290 s beside a busy core
+        config.env_runners(rollout_fragment_length=25)
         config.training(num_steps_sampled_before_learning_starts=200)
     configure(config, env_id, num_envs=4, num_threads=1, max_episode_steps=50)  # episodes end within 3 calls
     algo_ = config.build_algo()

@@ -1399,6 +1399,7 @@ class MujocoMachine(PoolMachine):
                         ("healthy_z_range", ("a", 1.0), TypeError),
                         ("reset_noise_scale", float("inf"), ValueError),
                         ("xml_file", "no-such-model.xml", FileNotFoundError),
+                        ("xml_file", "~nosuchuser/hopper.xml", FileNotFoundError),
                         ("xml_file", 3, TypeError),
                         ("healty_reward", 1.0, TypeError),
                     ]
@@ -1407,6 +1408,27 @@ class MujocoMachine(PoolMachine):
             )
             return ("Hopper-v5", n), {name: value}, {error}
         return _common_bad_make(data, "Hopper-v5", n, {})
+
+    @rule(data=st.data(), which=st.sampled_from(["control", "passive", "contactfilter"]))
+    def make_with_a_python_callback_set(self, data, which):
+        """A Python function set as one of MuJoCo's callbacks through mujoco's bindings (the next step segfaulted,
+        and make blamed the model file: Reliability III): make refuses it by name, and the pool in play goes on
+        once it is removed."""
+        import mujoco
+
+        env_id, n, kwargs = self._draw_config(data)
+        setter = getattr(mujoco, f"set_mjcb_{which}")
+        setter(lambda m, d: None)
+        try:
+            ok, exc = self._call(
+                f"fastvec.make({env_id!r}, {n}) with mjcb_{which} set",
+                lambda: fastvec.make(env_id, n, **kwargs),
+                {RuntimeError},
+            )
+        finally:
+            setter(None)
+        assert f"mjcb_{which}" in str(exc), exc
+        self._follow_up()
 
 
 class AtariMachine(PoolMachine):
