@@ -414,6 +414,17 @@ def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
     fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
 
 
+def test_a_home_directory_of_no_user_is_a_missing_file_naming_the_option_and_path():
+    """``~user/...`` of a user that does not exist stays as it is (gymnasium's os.path.expanduser leaves it), so it
+    is a missing model file, named with the option, not a bare error about home directories."""
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"'xml_file': no MuJoCo model file ~nosuchuser/hopper\.xml \(~nosuchuser is no user's home",
+    ):
+        fastvec.make("Hopper-v5", 1, xml_file="~nosuchuser/hopper.xml")
+    fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
+
+
 def test_pools_of_one_model_share_it_and_keep_their_own_states():
     """Two pools of one model share the compiled model (each env has its own mjData) and do not disturb each
     other: envs seeded alike are alike."""
