@@ -46,11 +46,13 @@ def model_path(xml_file: str | os.PathLike[str], what: str = "xml_file") -> Path
     if name.startswith((".", "/")):
         path = Path(name)
     elif name.startswith("~"):
-        path = Path(name).expanduser()
+        # os.path.expanduser, as gymnasium: a "~user" of no user stays as it is (Path.expanduser raises instead)
+        path = Path(os.path.expanduser(name))
     else:
         path = assets_dir() / name
     if not path.exists():
-        raise FileNotFoundError(f"{what}: no MuJoCo model file {path}")
+        unexpanded = f" ({name.split('/', 1)[0]} is no user's home directory)" if str(path).startswith("~") else ""
+        raise FileNotFoundError(f"{what}: no MuJoCo model file {path}{unexpanded}")
     if not path.is_file():
         raise ValueError(f"{what}: {path} is not a file")
     return path

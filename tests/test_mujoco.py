@@ -21,7 +21,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import MUJOCO_IDS
+from conftest import MUJOCO_IDS, run_python
 
 import fastvec
 
@@ -414,6 +414,17 @@ def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):
     fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
 
 
+def test_a_home_directory_of_no_user_is_a_missing_file_naming_the_option_and_path():
+    """``~user/...`` of a user that does not exist stays as it is (gymnasium's os.path.expanduser leaves it), so it
+    is a missing model file, named with the option, not a bare error about home directories."""
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"'xml_file': no MuJoCo model file ~nosuchuser/hopper\.xml \(~nosuchuser is no user's home",
+    ):
+        fastvec.make("Hopper-v5", 1, xml_file="~nosuchuser/hopper.xml")
+    fastvec.make("Hopper-v5", 1).close()  # and nothing is left broken
+
+
 def test_pools_of_one_model_share_it_and_keep_their_own_states():
     """Two pools of one model share the compiled model (each env has its own mjData) and do not disturb each
     other: envs seeded alike are alike."""
@@ -558,3 +569,107 @@ def test_norms_sum_as_this_numpy_does():
         want = [np.linalg.norm(row, ord=2) for row in xy]
         assert info["distance_from_origin"].tolist() == want
     env.close()
+
+
+@pytest.mark.parametrize(
+    ("callback", "order", "num_threads"),
+    [
+        ("control", "before_make", 1),
+        ("control", "before_make", 2),
+        ("control", "before_step", 1),
+        ("control", "before_step", 2),
+        ("passive", "before_make", 2),
+        ("passive", "before_step", 2),
+    ],
+)
+def test_a_python_callback_set_through_mujoco_s_bindings_is_refused_by_name(callback, order, num_threads):
+    """mujoco's Python bindings run a Python callback (mujoco.set_mjcb_control(f), ...) only on the MjData they
+    made, and report any other as a MuJoCo error: fastvec refuses to make or step its envs while one is set, with
+    an error naming it (the process used to die at the next step, or make() blamed the model file), and the pool
+    steps as before once it is removed. In a subprocess: a crash fails the test instead of ending pytest."""
+    out = run_python(
+        f"""
+        import numpy as np
+        import mujoco
+        import fastvec
+
+        calls = []
+        def callback(m, d):
+            calls.append(1)
+
+        name = "mjcb_{callback}"
+        def refused(error):
+            assert name in str(error) and "Python function" in str(error), repr(error)
+            assert "mujoco.set_{"mjcb_" + callback}(None)" in str(error), repr(error)
+
+        if "{order}" == "before_make":
+            mujoco.set_{"mjcb_" + callback}(callback)
+            try:
+                fastvec.make("Hopper-v5", 2, num_threads={num_threads}, seed=0)
+            except RuntimeError as error:
+                refused(error)
+            else:
+                raise AssertionError("make() took the callback")
+            mujoco.set_{"mjcb_" + callback}(None)
+            env = fastvec.make("Hopper-v5", 2, num_threads={num_threads}, seed=0)
+        else:
+            env = fastvec.make("Hopper-v5", 2, num_threads={num_threads}, seed=0)
+            env.reset(seed=0)
+            mujoco.set_{"mjcb_" + callback}(callback)
+            try:
+                env.step(np.zeros((2, 3)))
+            except fastvec.EnvError as error:
+                refused(error)
+            else:
+                raise AssertionError("step() took the callback")
+            for _ in range(2):  # (an env that raised is reset before it steps again) refused each time
+                try:
+                    env.reset(seed=0)
+                except fastvec.EnvError as error:
+                    refused(error)
+                else:
+                    raise AssertionError("reset() took the callback")
+            mujoco.set_{"mjcb_" + callback}(None)
+        assert not calls
+        # usable again, and stepping as a pool that never saw the callback
+        fresh = fastvec.make("Hopper-v5", 2, num_threads={num_threads}, seed=0)
+        for e in (env, fresh):
+            e.reset(seed=0)
+        for _ in range(3):
+            a, b = env.step(np.full((2, 3), 0.5)), fresh.step(np.full((2, 3), 0.5))
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        env.close()
+        fresh.close()
+        print("ok")
+        """
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (
+        f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+    )
+
+
+def test_a_c_function_callback_runs_on_fastvec_s_envs():
+    """A C function (here a ctypes one) set as a callback is MuJoCo's to call with any mjData: it runs, in the
+    pool's threads, and is not refused. In a subprocess, as above."""
+    out = run_python(
+        """
+        import ctypes
+        import numpy as np
+        import mujoco
+        import fastvec
+
+        calls = []
+        callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lambda m, d: calls.append(1))
+        env = fastvec.make("Hopper-v5", 2, num_threads=2, seed=0)
+        env.reset(seed=0)
+        mujoco.set_mjcb_control(callback)
+        env.step(np.zeros((2, 3)))
+        mujoco.set_mjcb_control(None)
+        assert calls, "the callback did not run"
+        env.close()
+        print("ok")
+        """
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (
+        f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+    )

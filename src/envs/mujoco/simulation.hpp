@@ -29,7 +29,8 @@ namespace fastvec::envs::mujoco {
 
 // The compiled model of `path` (gymnasium's MjModel.from_xml_path), shared by
 // everyone who loads the same file contents while any of them holds it.
-// Throws std::invalid_argument naming the path when MuJoCo cannot load it.
+// Throws std::invalid_argument naming the path when MuJoCo cannot load it, and std::runtime_error naming the
+// callback while mujoco's Python bindings have set one of MuJoCo's callbacks to a Python function.
 std::shared_ptr<const mjModel> load_model(const std::string& path);
 
 // Checks that the MuJoCo library this process loaded is the one fastvec was
@@ -183,10 +184,13 @@ class Simulation {
   const double* init_qpos() const { return init_qpos_.data(); }
   const double* init_qvel() const { return init_qvel_.data(); }
 
+  // These three call MuJoCo: its fatal errors are thrown as core::EnvError("MuJoCo: ..."), and so is a callback
+  // set to a Python function through mujoco's Python bindings (which run it only on their own MjData), before
+  // anything is done (simulation.cpp).
   // MujocoEnv.do_simulation: ctrl = action; frame_skip mj_steps; mj_rnePostConstraint.
   void do_simulation(int i, const double* action);
   // MujocoEnv.reset's mj_resetData, before the env draws its state.
-  void reset_data(int i) { mj_resetData(model_.get(), data_[i].get()); }
+  void reset_data(int i);
   // MujocoEnv.set_state: qpos, qvel, then mj_forward.
   void set_state(int i, const double* qpos, const double* qvel);
 
