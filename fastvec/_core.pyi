@@ -21,7 +21,7 @@ class Result:
     @property
     def obs(self) -> Any: ...  # an array, or a dict/tuple of arrays for composite spaces
     @property
-    def reward(self) -> np.ndarray: ...  # float32, or float64 for envs whose rewards are (MuJoCo's)
+    def reward(self) -> np.ndarray: ...  # float32 (native envs), float64 (MuJoCo's and Python envs': as returned)
     @property
     def terminated(self) -> np.ndarray: ...
     @property
