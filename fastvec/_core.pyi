@@ -11,7 +11,8 @@ atari_kernels: str  # only when has_atari: "avx512" or "portable"
 has_mujoco: bool
 mujoco_version: str  # only when has_mujoco: the MuJoCo library's version string
 
-class EnvError(RuntimeError): ...
+class EnvError(RuntimeError):
+    env_id: int  # the env that raised (set when a pool re-raises it): reset it to go on
 
 @final
 class Result:
