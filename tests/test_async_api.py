@@ -272,3 +272,32 @@ def test_an_env_exception_keeps_its_batch_mates_in_play(backend, n, batch_size, 
         if e not in fail:  # the kept rows are what the healthy envs produced
             k = min(len(rows[e]), len(want[e]))
             assert rows[e][:k] == want[e][:k], f"env {e}"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_the_recv_after_an_env_exception_returns_the_rows_it_kept_first(backend):
+    if backend == "native":
+        env = fastvec.make("_Debug-v0", 8, batch_size=4, block_size=4, num_threads=2, throw_on_action=3)
+    else:
+        env = fastvec.make(Thrower, 8, batch_size=4, backend="python", num_workers=2, start_method="fork")
+    with env:
+        env.async_reset()
+        env.recv(), env.recv()
+        env.send(np.array([1, 3, 2, 1]), [0, 1, 2, 3])
+        with pytest.raises(RuntimeError if backend == "native" else ValueError, match="env 1") as raised:
+            env.recv()
+        assert raised.value.env_id == 1
+        # The kept envs are in flight until a recv returns them; the env that raised is idle, to be reset.
+        with pytest.raises(RuntimeError, match=r"^env 2 is not awaiting an action"):
+            env.send(np.array([0]), [2])
+        with pytest.raises(RuntimeError, match=r"^env 1 raised an exception earlier; reset it"):
+            env.send(np.array([0]), [1])
+        env.send(np.array([0, 0, 0, 0]), [4, 5, 6, 7])
+        obs, rew, _, _, info = env.recv()
+        assert sorted(info["env_id"][:3].tolist()) == [0, 2, 3]
+        kept = np.argsort(info["env_id"][:3])
+        assert obs[:3][kept].tolist() == [[1, 1], [1, 2], [1, 1]] and rew[:3][kept].tolist() == [1, 2, 1]
+        env.async_reset(env_id=[1])
+        got = sorted(info["env_id"][3:].tolist() + env.recv()[4]["env_id"].tolist())
+        assert got == [1, 4, 5, 6, 7]
