@@ -11,7 +11,8 @@ atari_kernels: str  # only when has_atari: "avx512" or "portable"
 has_mujoco: bool
 mujoco_version: str  # only when has_mujoco: the MuJoCo library's version string
 
-class EnvError(RuntimeError): ...
+class EnvError(RuntimeError):
+    env_id: int  # the env that raised (set when a pool re-raises it): reset it to go on
 
 @final
 class Result:
@@ -21,7 +22,7 @@ class Result:
     @property
     def obs(self) -> Any: ...  # an array, or a dict/tuple of arrays for composite spaces
     @property
-    def reward(self) -> np.ndarray: ...  # float32, or float64 for envs whose rewards are (MuJoCo's)
+    def reward(self) -> np.ndarray: ...  # float32 (native envs), float64 (MuJoCo's and Python envs': as returned)
     @property
     def terminated(self) -> np.ndarray: ...
     @property

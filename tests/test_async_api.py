@@ -183,3 +183,121 @@ def test_reset_wait_timing_out_part_way_keeps_the_batches_it_has():
     assert info["env_id"].tolist() == [0, 1, 2]
     assert env.np_random_seed == (3, 4, 5)
     env.close()
+
+
+# -- an env's exception in async mode --------------------------------------------------------------------------
+
+
+class Thrower(gym.Env):
+    """The Python twin of ``_Debug-v0``: obs = [steps since reset, last action], reward = action; raises when
+    its action is 3; episodes of ``episode_length`` steps."""
+
+    observation_space = gym.spaces.Box(0.0, 1e9, (2,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def __init__(self, episode_length=5):
+        self.episode_length, self.t, self.last = episode_length, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = self.last = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if action == 3:
+            raise ValueError(f"Thrower asked to throw (action {action})")
+        self.t, self.last = self.t + 1, int(action)
+        return np.array([self.t, self.last], np.float32), float(action), self.t >= self.episode_length, False, {}
+
+
+def recipe_run(backend, n, batch_size, block_size, mode, fail, calls=300):
+    """The README's recipe: recv -> send(actions, info["env_id"]), and on an env's exception, reset that env
+    (exc.env_id) and go on. ``fail``: {env: its step whose action is 3 (it raises)}. Per env, the rows it got
+    (obs, reward, flags, episode statistics, final_obs) in order, and the env ids the exceptions named."""
+    kw = {"batch_size": batch_size, "autoreset_mode": mode, "episode_stats": True}
+    if backend == "native":
+        env = fastvec.make(
+            "_Debug-v0", n, block_size=block_size, num_threads=2, episode_length=5, throw_on_action=3, **kw
+        )
+    else:
+        env = fastvec.make(Thrower, n, backend="python", num_workers=2, start_method="fork", **kw)
+    rows: dict[int, list] = {e: [] for e in range(n)}
+    steps = np.zeros(n, int)
+    raised = []
+    with env:
+        env.async_reset()
+        for _ in range(calls):
+            try:
+                obs, rew, term, trunc, info = env.recv()
+            except Exception as exc:
+                raised.append(exc.env_id)  # the env that raised: reset it to go on
+                env.async_reset(env_id=[exc.env_id])
+                continue
+            ids = info["env_id"]
+            assert rew.dtype == (np.float32 if backend == "native" else np.float64)
+            for r, e in enumerate(ids.tolist()):
+                ended = "_episode_return" in info and info["_episode_return"][r]
+                final = info["final_obs"][r].tolist() if ended and mode == "same_step" else None
+                stats = (float(info["episode_return"][r]), int(info["episode_length"][r])) if ended else None
+                rows[e].append((obs[r].tolist(), float(rew[r]), bool(term[r]), bool(trunc[r]), stats, final))
+            actions = [3 if fail.get(e) == steps[e] else (e + steps[e]) % 3 for e in ids.tolist()]
+            steps[ids] += 1
+            env.send(np.array(actions), ids)
+    return rows, raised
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+@pytest.mark.parametrize(
+    ("n", "batch_size", "block_size", "fail"),
+    [
+        (8, 4, 1, {5: 6}),
+        (8, 4, 2, {5: 6}),
+        (8, 2, 1, {0: 3}),
+        (8, 6, 2, {7: 4}),
+        (8, 4, 4, {1: 6, 2: 6}),  # two envs of one block raise in the same step: one exception each
+        (6, 3, 3, {4: 2}),
+    ],
+)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_an_env_exception_keeps_its_batch_mates_in_play(backend, n, batch_size, block_size, fail, mode):
+    # Before, recv() raised and dropped the batch's other rows: their envs were no longer in flight, so a
+    # recv/send loop never sent them again (8 envs ran on 7), or recv() refused to wait forever.
+    rows, raised = recipe_run(backend, n, batch_size, block_size, mode, fail)
+    want, none = recipe_run(backend, n, batch_size, block_size, mode, {})
+    assert none == [] and sorted(raised) == sorted(fail), raised
+    per_env = 300 * batch_size / n
+    for e in range(n):
+        assert len(rows[e]) > per_env / 4, f"env {e} came back {len(rows[e])} times in 300 recv() calls"
+        if e not in fail:  # the kept rows are what the healthy envs produced
+            k = min(len(rows[e]), len(want[e]))
+            assert rows[e][:k] == want[e][:k], f"env {e}"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_the_recv_after_an_env_exception_returns_the_rows_it_kept_first(backend):
+    if backend == "native":
+        env = fastvec.make("_Debug-v0", 8, batch_size=4, block_size=4, num_threads=2, throw_on_action=3)
+    else:
+        env = fastvec.make(Thrower, 8, batch_size=4, backend="python", num_workers=2, start_method="fork")
+    with env:
+        env.async_reset()
+        env.recv(), env.recv()
+        env.send(np.array([1, 3, 2, 1]), [0, 1, 2, 3])
+        with pytest.raises(RuntimeError if backend == "native" else ValueError, match="env 1") as raised:
+            env.recv()
+        assert raised.value.env_id == 1
+        # The kept envs are in flight until a recv returns them; the env that raised is idle, to be reset.
+        with pytest.raises(RuntimeError, match=r"^env 2 is not awaiting an action"):
+            env.send(np.array([0]), [2])
+        with pytest.raises(RuntimeError, match=r"^env 1 raised an exception earlier; reset it"):
+            env.send(np.array([0]), [1])
+        env.send(np.array([0, 0, 0, 0]), [4, 5, 6, 7])
+        obs, rew, _, _, info = env.recv()
+        assert sorted(info["env_id"][:3].tolist()) == [0, 2, 3]
+        kept = np.argsort(info["env_id"][:3])
+        assert obs[:3][kept].tolist() == [[1, 1], [1, 2], [1, 1]] and rew[:3][kept].tolist() == [1, 2, 1]
+        env.async_reset(env_id=[1])
+        got = sorted(info["env_id"][3:].tolist() + env.recv()[4]["env_id"].tolist())
+        assert got == [1, 4, 5, 6, 7]

@@ -140,10 +140,10 @@ def _compare_with_sync_vector_env(make_env, mode, actions_fn, n=4, steps=120, co
             ref_obs, ref_rew, ref_term, ref_trunc, ref_info = ref.step(actions)
             obs, rew, term, trunc, info = env.step(actions)
             assert_tree_equal(obs, ref_obs)
-            np.testing.assert_array_equal(rew, ref_rew.astype(np.float32))
+            np.testing.assert_array_equal(rew, ref_rew)
             np.testing.assert_array_equal(term, ref_term)
             np.testing.assert_array_equal(trunc, ref_trunc)
-            assert rew.dtype == np.float32 and term.dtype == np.bool_
+            assert rew.dtype == ref_rew.dtype == np.float64 and term.dtype == np.bool_
             done = term | trunc
             ends += done.sum()
             if compare_infos:
@@ -849,3 +849,49 @@ def test_native_envs_refuse_reset_options_naming_them():
     env.async_reset(options={})
     env.recv()
     env.close()
+
+
+class RewardEnv(CountEnv):
+    """Rewards float32 cannot hold (16777217.0, 0.1, 1/3), in turn; episodes of 3 steps."""
+
+    REWARDS = (16777217.0, 0.1, 1 / 3)
+
+    def step(self, action):
+        obs, _, _, truncated, info = super().step(action)
+        return obs, self.REWARDS[(self.t - 1) % 3], self.t >= 3, truncated, info
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("batch_size", [4, 2])
+def test_rewards_arrive_as_the_env_returned_them_and_returns_are_their_sums(batch_size):
+    # The shared reward rows were float32: 16777217.0 came as 16777216.0 and 0.1 as 0.10000000149, while
+    # episode_return summed the float64 values, so it no longer equalled the sum of the rewards received.
+    with fastvec.make(RewardEnv, 4, batch_size=batch_size, start_method="fork", episode_stats=True) as env:
+        ref = gym.vector.SyncVectorEnv([RewardEnv] * 4)
+        ref.reset()
+        want = ref.step(np.zeros(4, np.int64))[1]
+        assert want.dtype == np.float64  # gymnasium's vector envs
+        received = {e: 0.0 for e in range(4)}
+        returns = []
+        if batch_size == 4:
+            env.reset()
+            batches = [env.step(np.zeros(4, np.int64)) for _ in range(6)]
+        else:
+            env.async_reset()
+            batches = []
+            for _ in range(14):
+                *_, info = batch = env.recv()
+                batches.append(batch)
+                env.send(np.zeros(2, np.int64), info["env_id"])
+            batches = batches[2:]  # (async_reset's rows: no reward)
+        assert want.tolist() == [16777217.0] * 4 and batches[0][1].tolist() == [16777217.0] * batch_size
+        for _, rew, term, _, info in batches:
+            assert rew.dtype == np.float64
+            for r, e in enumerate(info.get("env_id", range(4))):
+                assert rew[r] in (0.0, *RewardEnv.REWARDS)  # (0: an autoreset row)
+                received[e] += rew[r]
+                if term[r]:
+                    assert info["episode_return"][r] == received[e]  # exactly: the same float64 sum
+                    returns.append(received[e])
+                    received[e] = 0.0
+        assert len(returns) >= 4 and set(returns) == {16777217.0 + 0.1 + 1 / 3}

@@ -185,7 +185,7 @@ class Layout:
             ("seed", (n,), np.dtype(np.uint64)),
             ("seeded", (n,), np.dtype(np.bool_)),
             ("flags", (n,), np.dtype(np.uint8)),
-            ("reward", (n,), np.dtype(np.float32)),
+            ("reward", (n,), np.dtype(np.float64)),  # as the env returned it (gymnasium's vector envs: float64)
             ("terminated", (n,), np.dtype(np.bool_)),
             ("truncated", (n,), np.dtype(np.bool_)),
             ("ended", (n,), np.dtype(np.bool_)),

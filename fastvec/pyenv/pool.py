@@ -9,7 +9,7 @@ tracebacks are pickled, and only when an env produced them.
 
 One caller at a time: every public call holds ``_busy`` (an RLock, so that a signal handler running
 inside a call is told that it re-entered instead of deadlocking); the pool's bookkeeping (``_state``,
-``_in_flight``, ``_comp_tail``, ``_messages``, ...) is read and written only by the holder. ``close()``
+``_in_flight``, ``_comp_tail``, ``_messages``, ``_kept``, ...) is read and written only by the holder. ``close()``
 from a signal handler or another thread sets ``_closing`` and wakes the waiting call, which raises
 "the pool is closed"; the resources are released by whoever holds ``_busy`` next.
 """
@@ -462,7 +462,12 @@ class PyEnvPool:
         self._state = np.zeros(n, dtype=np.uint8)
         self._broken = np.zeros(n, dtype=bool)
         self._needs_reset = np.zeros(n, dtype=bool)
-        self._in_flight = 0
+        self._in_flight = 0  # envs sent and not received (kept rows included)
+        # In an async pool, the rows an env's exception kept from a recv (its batch's others, in row order; their
+        # envs stay in flight and their results in their shared rows) and their side-channel messages: the next
+        # receiving call returns them first (_collect). Empty on the path without errors.
+        self._kept: list[int] = []
+        self._kept_messages: dict[int, bytes] = {}
         self._observing = False  # the batch in flight is a partial reset that returns every env's row
         self._all_ids = np.arange(n, dtype=np.int32)
         self._start_worker = 0
@@ -935,8 +940,10 @@ class PyEnvPool:
         Nothing is consumed until every wait is over: results stay in the result rings (a worker never
         overwrites an entry the parent has not taken: each env has at most one request in flight, and a
         ring holds one entry per env) and messages in ``_messages``, so an exception at any blocking
-        point (Ctrl-C, a dead worker, close(), the time-out) leaves them for the next call.
+        point (Ctrl-C, a dead worker, close(), the time-out) leaves them for the next call. Rows kept by an
+        env's exception (``_kept``) are results there already: they come first.
         """
+        kept = len(self._kept)
         give_up = None if timeout is None else time.perf_counter() + timeout
         ctrl = self._b.ctrl
         comp_ring = self._b.comp_ring
@@ -947,7 +954,7 @@ class PyEnvPool:
         deadline = 0.0
         while True:
             heads = ctrl[:, COMP_HEAD].tolist()
-            if sum(heads) - sum(tails) >= n:
+            if sum(heads) - sum(tails) + kept >= n:
                 break
             if self._closing:
                 raise RuntimeError("the pool is closed")
@@ -960,8 +967,8 @@ class PyEnvPool:
                         self._block(min(left, _POLL_SECONDS))
                     elif not settle:
                         self._time_out(timeout, n, heads)
-                    elif sum(heads) > sum(tails):
-                        n = sum(heads) - sum(tails)
+                    elif sum(heads) - sum(tails) + kept > 0:
+                        n = sum(heads) - sum(tails) + kept
                         break
                     else:
                         self._block()
@@ -969,8 +976,11 @@ class PyEnvPool:
                     self._block()
         start = self._start_worker
         parts: list[tuple[int, int, np.ndarray]] = []
-        need = n
+        from_kept = self._kept[:n]
+        need = n - len(from_kept)
         for k in range(workers):
+            if need == 0:
+                break
             w = (start + k) % workers
             tail = tails[w]
             take = min(heads[w] - tail, need)
@@ -984,9 +994,15 @@ class PyEnvPool:
                 need -= take
                 if need == 0:
                     break
-        ids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
-        has_message = flags.any() if n == self.num_envs else flags[ids].any()  # (ids: all envs, in some order)
-        flagged = ids[flags[ids] != 0].tolist() if has_message else []
+        ids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts]) if parts else None
+        if kept:  # (the kept envs' messages were taken when they were first received)
+            fresh = ids
+            ids = np.array(from_kept, np.int32) if ids is None else np.concatenate([from_kept, ids]).astype(np.int32)
+            has_message = fresh is not None and flags[fresh].any()
+            flagged = fresh[flags[fresh] != 0].tolist() if has_message else []
+        else:
+            has_message = flags.any() if n == self.num_envs else flags[ids].any()  # (ids: every env, in some order)
+            flagged = ids[flags[ids] != 0].tolist() if has_message else []
         for e in flagged:  # a worker sends an env's message before it publishes the result: it is in the pipe
             if e not in self._messages:
                 self._await_message(int(self._worker_of[e]), e)
@@ -995,7 +1011,14 @@ class PyEnvPool:
         self._start_worker = (start + 1) % workers
         self._in_flight -= n
         self._state[ids] = _IDLE
-        return ids, {e: self._messages.pop(e) for e in flagged}
+        messages = {e: self._messages.pop(e) for e in flagged}
+        if kept:
+            del self._kept[: len(from_kept)]
+            for e in from_kept:
+                blob = self._kept_messages.pop(e, None)
+                if blob is not None:
+                    messages[e] = blob
+        return ids, messages
 
     @staticmethod
     def _call_blobs(kind: str, name: str, args: tuple, kwargs: dict[str, Any], n: int) -> list[bytes]:
@@ -1131,7 +1154,7 @@ class PyEnvPool:
         """Raises the TimeoutError of a wait for ``n`` results that did not come within ``timeout`` seconds,
         naming the envs in flight that have not answered (their results are not in a ring yet)."""
         ring = self._layout.ring
-        answered: set[int] = set()
+        answered: set[int] = set(self._kept)
         for w, (head, tail) in enumerate(zip(heads, self._comp_tail, strict=True)):
             answered.update(self._b.comp_ring[w, np.arange(tail, head) % ring].tolist())
         silent = [e for e in np.flatnonzero(self._state == _IN_FLIGHT).tolist() if e not in answered]
@@ -1223,8 +1246,12 @@ class PyEnvPool:
     ) -> Result:
         """The batch rows of ``ids`` (every env when ``sort``), with the infos (or the first error, as an
         EnvError) of ``messages``. ``reset``: a partial reset that returns every row; the other envs report
-        their observation only (their rows still hold their last step's reward and flags)."""
+        their observation only (their rows still hold their last step's reward and flags).
+
+        When an env raised, its exception is raised (``env_id`` naming it); an async pool keeps the batch's other
+        rows for the next receiving call (see :meth:`_keep`), a sync batch (every env) is dropped."""
         b = self._b
+        keep = self.batch_size < self.num_envs
         rows: np.ndarray | None
         if sort:
             rows = None  # every env, in env order: whole-array copies
@@ -1250,6 +1277,7 @@ class PyEnvPool:
                 final_info = {}
         info: dict[str, Any] = {}
         error: BaseException | None = None
+        failed = -1
         if messages:
             for r, e in enumerate(env_id.tolist()):  # in row order: the first error reported is the first row's
                 blob = messages.get(e)
@@ -1260,9 +1288,12 @@ class PyEnvPool:
                 except Exception as exc:  # a value the worker could pickle and this process cannot rebuild
                     msg = ("bad_info", f"{type(exc).__name__}: {exc}")
                 if msg[0] != "info":
-                    self._broken[e] = True
                     if error is None:
-                        error = self._env_error(e, msg)
+                        self._broken[e] = True
+                        error, failed = self._env_error(e, msg), e
+                        if keep:
+                            break
+                    self._broken[e] = True  # (a sync batch: every error's env, its row dropped)
                     continue
                 _, env_info, env_final_info = msg
                 if env_info:
@@ -1270,6 +1301,8 @@ class PyEnvPool:
                 if env_final_info:
                     _add_info(final_info, env_final_info, r, size)
         if error is not None:
+            if keep:
+                self._keep(env_id, messages, failed)
             raise error
         return Result(
             (
@@ -1287,13 +1320,31 @@ class PyEnvPool:
             )
         )
 
+    def _keep(self, env_id: np.ndarray, messages: dict[int, bytes], failed: int) -> None:
+        """Keeps the rows of ``env_id`` but env ``failed``'s (whose exception is being raised) for the next
+        receiving call, first: their envs are in flight again (not sent or reset until then), their results stay
+        in their shared rows and their messages (an error among them included: that recv raises it) here."""
+        rows = [e for e in env_id.tolist() if e != failed]
+        self._kept += rows
+        for e in rows:
+            if e in messages:
+                self._kept_messages[e] = messages[e]
+        self._state[rows] = _IN_FLIGHT
+        self._in_flight += len(rows)
+
     @staticmethod
     def _env_error(e: int, msg: tuple) -> BaseException:
         """The exception for env ``e``'s error message: what the env raised in reset() or step(), with its own type
         (see _env_exception); an EnvError for an observation that does not fit its space or an info that cannot
         be unpickled here."""
         if msg[0] == "error":
-            return _env_exception(e, f"{msg[5]}()", *msg[1:5])
-        if msg[0] == "bad_obs":
-            return EnvError(f"env {e}: {msg[1]}")
-        return EnvError(f"env {e}: its info could not be unpickled in the parent: {msg[1]}")
+            error = _env_exception(e, f"{msg[5]}()", *msg[1:5])
+        elif msg[0] == "bad_obs":
+            error = EnvError(f"env {e}: {msg[1]}")
+        else:
+            error = EnvError(f"env {e}: its info could not be unpickled in the parent: {msg[1]}")
+        try:  # the env to reset to go on, as the native pool's EnvError names it
+            error.env_id = e  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # an exception type that takes no attributes: its note names the env
+            pass
+        return error

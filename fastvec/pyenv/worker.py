@@ -497,7 +497,8 @@ class _Worker:
             where = "step"
             obs, reward, terminated, truncated, info = env.step(self._action(e))
             self.elapsed[k] += 1
-            self.ret[k] += float(reward)
+            reward = float(reward)  # the value the caller receives (a float64 row) and the one summed: equal
+            self.ret[k] += reward
             if self.max_steps and self.elapsed[k] >= self.max_steps:
                 truncated = True
             b.reward[e] = reward

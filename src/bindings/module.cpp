@@ -752,7 +752,10 @@ PYBIND11_MODULE(_core, m) {
     } catch (const fastvec::core::OutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const fastvec::core::EnvError& e) {
-      py::set_error(env_error, e.what());
+      // env_id names the env that raised (as the Python-env pool's exceptions have it): reset it to go on.
+      py::object error = py::reinterpret_borrow<py::object>(env_error.ptr())(e.what());
+      if (e.env_id() >= 0) error.attr("env_id") = e.env_id();
+      PyErr_SetObject(env_error.ptr(), error.ptr());
     }
   });
 

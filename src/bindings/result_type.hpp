@@ -23,7 +23,7 @@ struct ResultField {
 
 inline constexpr ResultField kResultFields[] = {
     {"obs", "observations, a row per env of the batch"},
-    {"reward", "float32 rewards"},
+    {"reward", "rewards: float32 (native envs), float64 (MuJoCo's and Python envs')"},
     {"terminated", "bool"},
     {"truncated", "bool"},
     {"env_id", "int32: the env of each row"},

@@ -75,6 +75,34 @@ class Batch {
     ended()[to] = ended()[from];
   }
 
+  // Copies row `from` of `src` into row `to` of `dst` (swap: exchanges the two rows), every array of the
+  // row; both Batches of one layout. Called by the caller thread for rows no other thread writes.
+  static void transfer_row(Batch& src, int from, Batch& dst, int to, bool swap) {
+    const auto part = [swap](std::byte* a, std::byte* b, size_t n) {
+      if (swap) {
+        std::swap_ranges(a, a + n, b);
+      } else {
+        std::memcpy(b, a, n);
+      }
+    };
+    const BatchLayout& l = src.layout_;
+    const size_t rb = l.reward_bytes;
+    const auto bytes = [](auto* p) { return reinterpret_cast<std::byte*>(p); };
+    part(src.obs(from), dst.obs(to), l.obs_bytes);
+    if (l.with_final_obs) {
+      part(src.final_obs(from), dst.final_obs(to), l.obs_bytes);
+      part(src.final_info(from), dst.final_info(to), l.info_bytes);
+    }
+    part(src.info(from), dst.info(to), l.info_bytes);
+    part(src.reward_bytes() + from * rb, dst.reward_bytes() + to * rb, rb);
+    part(bytes(src.episode_return() + from), bytes(dst.episode_return() + to), sizeof(double));
+    part(bytes(src.episode_length() + from), bytes(dst.episode_length() + to), sizeof(int32_t));
+    part(bytes(src.env_id() + from), bytes(dst.env_id() + to), sizeof(int32_t));
+    part(bytes(src.terminated() + from), bytes(dst.terminated() + to), 1);
+    part(bytes(src.truncated() + from), bytes(dst.truncated() + to), 1);
+    part(bytes(src.ended() + from), bytes(dst.ended() + to), 1);
+  }
+
   // Rows whose episode ended, counted by the writers (relaxed: read after the
   // slot's completion counter is acquired).
   std::atomic<int> num_ended{0};

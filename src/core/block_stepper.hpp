@@ -213,23 +213,34 @@ class BlockStepper {
       if (rows[which] > 0) ResultRing::publish(*slots[which], rows[which], ended[which]);
   }
 
-  // Called by the caller thread: raises (EnvError) the first error of an env
-  // among the `rows` rows of `batch`, and forgets those envs' errors.
-  void rethrow_env_error(Batch& batch, int rows, int num_envs) {
-    if (!has_error_.load(std::memory_order_acquire)) return;
-    std::vector<uint8_t> in_batch(num_envs, 0);
-    for (int r = 0; r < rows; ++r) in_batch[batch.env_id()[r]] = 1;
-    std::string msg;
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      auto it = std::find_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; });
-      if (it == errors_.end()) return;
-      msg = it->second;
-      errors_.erase(std::remove_if(errors_.begin(), errors_.end(), [&](const auto& err) { return in_batch[err.first] != 0; }),
-                    errors_.end());
-      has_error_.store(!errors_.empty(), std::memory_order_release);
+  // Called by the caller thread, with no error path cost: whether some env's error is yet to be reported.
+  bool has_error() const { return has_error_.load(std::memory_order_acquire); }
+
+  // Called by the caller thread: the first of the `rows` rows of `batch` whose env raised (-1 if none), with
+  // that env's message in *msg. Forgets that env's errors (all_rows: every env's of the batch, whose rows are
+  // then dropped); the others' wait for their rows (Pool keeps those rows for a later recv).
+  int take_env_error(Batch& batch, int rows, int num_envs, bool all_rows, std::string* msg) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    std::vector<uint8_t> failed(num_envs, 0);
+    for (const auto& err : errors_) failed[err.first] = 1;
+    const int32_t* ids = batch.env_id();
+    int row = -1;
+    for (int r = 0; r < rows && row < 0; ++r)
+      if (failed[ids[r]]) row = r;
+    if (row < 0) return -1;
+    const int env = ids[row];
+    const auto it = std::find_if(errors_.begin(), errors_.end(), [&](const auto& err) { return err.first == env; });
+    *msg = it->second;
+    std::vector<uint8_t> forget(num_envs, 0);
+    if (all_rows) {
+      for (int r = 0; r < rows; ++r) forget[ids[r]] = 1;
+    } else {
+      forget[env] = 1;
     }
-    throw EnvError(msg);
+    errors_.erase(std::remove_if(errors_.begin(), errors_.end(), [&](const auto& err) { return forget[err.first] != 0; }),
+                  errors_.end());
+    has_error_.store(!errors_.empty(), std::memory_order_release);
+    return row;
   }
 
   // Called by the caller thread with nothing in flight: forgets every error.

@@ -8,8 +8,11 @@
 // Ownership, in one place:
 // - The caller thread (Python, one call at a time, serialised by api_mu_)
 //   owns the states of the envs (state_: fresh, idle or in flight), the
-//   staging counters, in_flight_ and the ring's read cursor, and the
+//   staging counters, in_flight_, kept_ and the ring's read cursor, and the
 //   per-env arrays of envs that are not in flight (block_stepper.hpp).
+// - Rows an env error kept from a recv (async) are put back in the ring by
+//   the caller, at positions it claims and publishes as a stepping thread
+//   would; it alone writes those rows until it receives them.
 // - A block in flight is owned by the one thread running it (a worker, or
 //   the caller stealing work while it waits): its E instance, its envs'
 //   per-env arrays and its scratch. Hand-over happens through the TaskQueue
@@ -252,6 +255,7 @@ class Pool final : public PoolBase {
     // the states, not the batch, say which envs those were).
     for (State& st : state_)
       if (st == State::kInFlight) st = State::kIdle;
+    kept_.clear();
     ring_.realign();
     envs_.clear_errors();
   }
@@ -604,6 +608,7 @@ class Pool final : public PoolBase {
   // them.
   std::shared_ptr<Batch> receive(int rows) {
     wait_rows(rows);
+    if (!kept_.empty()) bring_kept_rows(rows);
     // A sync pool's rows sit at their envs' positions: the rows of a partial
     // send (EnvPool's step(actions, env_id)) move to the front, in env order.
     if (sync_ && rows < cfg_.batch_size) {
@@ -630,8 +635,70 @@ class Pool final : public PoolBase {
       const int threads = tuner_.on_call(rows, now, preemptions);
       if (threads != active_threads()) use_threads(threads);
     }
-    envs_.rethrow_env_error(*out, rows, cfg_.num_envs);
+    if (envs_.has_error()) raise_env_error(*out, rows);
     return out;
+  }
+
+  // Called by the caller thread, from receive(), when some env's error is yet to be reported: raises
+  // (EnvError, with its env_id) the error of the first row of `out` whose env raised, if any. An async
+  // pool keeps the batch's other rows: their envs stay in flight and the next recv() returns them (so a
+  // loop that resets the env that raised keeps every env in play; an env among them that raised too is
+  // reported by that recv). A sync batch is every env: its rows go (a reset goes on from there).
+  void raise_env_error(Batch& out, int rows) {
+    std::string msg;
+    const int row = envs_.take_env_error(out, rows, cfg_.num_envs, sync_, &msg);
+    if (row < 0) return;
+    const int env = out.env_id()[row];
+    if (!sync_) keep_rows(out, rows, row);
+    throw EnvError(env, msg);
+  }
+
+  // Called by the caller thread: puts the `rows` rows of `out` but row `skip` back in the ring, as rows
+  // finished and not received: each at a position claimed now (the ring's room holds them: their envs count
+  // as in flight again), published at once; kept_ records the positions, for bring_kept_rows().
+  void keep_rows(Batch& out, int rows, int skip) {
+    const int64_t pos = ring_.claim(rows - 1);
+    ResultRing::Slot* slot = nullptr;
+    int count = 0, ended = 0;
+    for (int r = 0, k = 0; r < rows; ++r) {
+      if (r == skip) continue;
+      const int64_t p = pos + k++;
+      ResultRing::Slot* at = &ring_.slot_of(p);
+      if (at != slot && slot != nullptr) {
+        ResultRing::publish(*slot, count, ended);
+        count = ended = 0;
+      }
+      slot = at;
+      Batch::transfer_row(out, r, *slot->batch, ring_.row_of(p), false);
+      count += 1;
+      ended += out.ended()[r];
+      state_[out.env_id()[r]] = State::kInFlight;
+      kept_.push_back(p);
+    }
+    if (slot != nullptr) ResultRing::publish(*slot, count, ended);
+    in_flight_ += rows - 1;
+  }
+
+  // Called by the caller thread once the current slot holds its `rows` rows: moves the kept rows that lie
+  // in later slots into it, in exchange for rows of its own (those then wait in the kept rows' places), so
+  // that the recv after an env error returns the rows it kept. Every kept row is then in this batch.
+  void bring_kept_rows(int rows) {
+    const int64_t first = ring_.read_pos(), end = first + rows;
+    Batch& here = *ring_.current().batch;
+    int64_t give = end;  // the rows of this slot given in exchange: its last ones that were not kept
+    for (const int64_t p : kept_) {
+      if (p < end) continue;
+      do {
+        --give;
+      } while (std::find(kept_.begin(), kept_.end(), give) != kept_.end());
+      Batch& there = *ring_.slot_of(p).batch;
+      const int from = ring_.row_of(give), to = ring_.row_of(p);
+      const int moved = here.ended()[from] - there.ended()[to];  // the ended rows change Batches too
+      Batch::transfer_row(here, from, there, to, true);
+      here.num_ended.fetch_sub(moved, std::memory_order_relaxed);
+      there.num_ended.fetch_add(moved, std::memory_order_relaxed);
+    }
+    kept_.clear();
   }
 
   static constexpr int kRecvSpins = 5000;
@@ -658,7 +725,10 @@ class Pool final : public PoolBase {
   std::vector<uint8_t> seen_;     // all zero between calls; check_ids' scratch
   std::vector<int32_t> all_ids_;  // 0 .. num_envs - 1
   std::vector<int> ready_;
-  int in_flight_ = 0;
+  int in_flight_ = 0;  // envs sent and not received (kept rows included)
+  // The ring positions of the rows an env error kept from a recv (keep_rows), until the next recv takes
+  // them (bring_kept_rows); empty on the path without errors.
+  std::vector<int64_t> kept_;
   bool partial_sent_ = false;  // some block was sent for part of its envs (sticky)
   std::mutex api_mu_;
 

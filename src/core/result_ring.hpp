@@ -75,6 +75,8 @@ class ResultRing {
 
   // The slot the next rows are received from (wait on its `written`).
   Slot& current() { return slots_[read_ % num_slots_]; }
+  // The position of the current slot's first row.
+  int64_t read_pos() const { return read_ * batch_size_; }
 
   // Hands the current slot's Batch over (its rows are in) and moves on; a
   // fresh Batch takes its place. Python owns what this returns.

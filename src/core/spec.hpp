@@ -106,6 +106,12 @@ using StepResult = BasicStepResult<float>;
 class EnvError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  EnvError(int env_id, const std::string& what) : std::runtime_error(what), env_id_(env_id) {}
+  // The pool's id of the env that raised, set by the pool when it re-raises (-1: as an env throws it).
+  int env_id() const { return env_id_; }
+
+ private:
+  int env_id_ = -1;
 };
 
 }  // namespace fastvec::core
