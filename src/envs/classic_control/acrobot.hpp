@@ -83,17 +83,19 @@ class Acrobot {
     return x;
   }
 
+  // ** on the reference's float64 scalars is libm's pow: envs::square (the
+  // constants' squares are exact either way).
   static State dsdt(const State& s, double a) {
     constexpr double m1 = 1.0, m2 = 1.0, l1 = 1.0, lc1 = 0.5, lc2 = 0.5, I1 = 1.0, I2 = 1.0, g = 9.8;
     const double theta1 = s[0], theta2 = s[1], dtheta1 = s[2], dtheta2 = s[3];
     const double d1 = m1 * (lc1 * lc1) + m2 * ((l1 * l1) + (lc2 * lc2) + 2 * l1 * lc2 * envs::cos(theta2)) + I1 + I2;
     const double d2 = m2 * ((lc2 * lc2) + l1 * lc2 * envs::cos(theta2)) + I2;
     const double phi2 = m2 * lc2 * g * envs::cos(theta1 + theta2 - M_PI / 2.0);
-    const double phi1 = -m2 * l1 * lc2 * (dtheta2 * dtheta2) * envs::sin(theta2) -
+    const double phi1 = -m2 * l1 * lc2 * envs::square(dtheta2) * envs::sin(theta2) -
                         2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * envs::sin(theta2) +
                         (m1 * lc1 + m2 * l1) * g * envs::cos(theta1 - M_PI / 2) + phi2;
-    const double ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * (dtheta1 * dtheta1) * envs::sin(theta2) - phi2) /
-                            (m2 * (lc2 * lc2) + I2 - (d2 * d2) / d1);
+    const double ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * envs::square(dtheta1) * envs::sin(theta2) - phi2) /
+                            (m2 * (lc2 * lc2) + I2 - envs::square(d2) / d1);
     const double ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
     return {dtheta1, dtheta2, ddtheta1, ddtheta2};
   }

@@ -3,6 +3,7 @@
 // (Barto, Sutton & Anderson 1983; Euler integration, as the reference).
 // State is kept in float64 as the reference does, observed as float32.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -43,7 +44,9 @@ class CartPole {
   }
 
   core::StepResult step(int i, const Action* action) noexcept {
-    return physics(x_[i], x_dot_[i], theta_[i], theta_dot_[i], *action, sutton_barto_reward_);
+    double sintheta, costheta;
+    envs::sincos(theta_[i], &sintheta, &costheta);
+    return physics(x_[i], x_dot_[i], theta_[i], theta_dot_[i], sintheta, costheta, *action, sutton_barto_reward_);
   }
 
   // Every env of the block takes a step: the same physics in a loop the
@@ -77,27 +80,37 @@ class CartPole {
     }
   }
 
-  // __restrict on parameters (GCC ignores it on locals) lets the loop vectorize.
+  // __restrict on parameters (GCC ignores it on locals) lets the loops
+  // vectorize. Per tile: sin and cos of every theta (as libm's, see
+  // fast_math.hpp), then the physics.
   FASTVEC_SIMD_CLONES static void step_loop(int n, double* __restrict x, double* __restrict x_dot, double* __restrict theta,
                         double* __restrict theta_dot, const Action* __restrict actions, float* __restrict reward,
                         bool* __restrict terminated, bool sutton_barto) noexcept {
-    for (int i = 0; i < n; ++i) {
-      double xi = x[i], x_dot_i = x_dot[i], theta_i = theta[i], theta_dot_i = theta_dot[i];
-      const core::StepResult r = physics(xi, x_dot_i, theta_i, theta_dot_i, actions[i], sutton_barto);
-      x[i] = xi;
-      x_dot[i] = x_dot_i;
-      theta[i] = theta_i;
-      theta_dot[i] = theta_dot_i;
-      reward[i] = r.reward;
-      terminated[i] = r.terminated;
+    constexpr int kTile = envs::SinCosBlock::kTile;
+    alignas(64) double sin_t[kTile], cos_t[kTile];
+    for (int base = 0; base < n; base += kTile) {
+      const int m = std::min(kTile, n - base);
+      envs::SinCosBlock::run(m, theta + base, sin_t, cos_t);
+      for (int i = 0; i < m; ++i) {
+        const int e = base + i;
+        double xi = x[e], x_dot_i = x_dot[e], theta_i = theta[e], theta_dot_i = theta_dot[e];
+        const core::StepResult r =
+            physics(xi, x_dot_i, theta_i, theta_dot_i, sin_t[i], cos_t[i], actions[e], sutton_barto);
+        x[e] = xi;
+        x_dot[e] = x_dot_i;
+        theta[e] = theta_i;
+        theta_dot[e] = theta_dot_i;
+        reward[e] = r.reward;
+        terminated[e] = r.terminated;
+      }
     }
   }
 
-  static core::StepResult physics(double& x, double& x_dot, double& theta, double& theta_dot, Action action,
-                                  bool sutton_barto) noexcept {
+  // sintheta and costheta must be libm's sin and cos of theta, as the
+  // reference's np.sin and np.cos are.
+  static core::StepResult physics(double& x, double& x_dot, double& theta, double& theta_dot, double sintheta,
+                                  double costheta, Action action, bool sutton_barto) noexcept {
     const double force = action == 1 ? kForceMag : -kForceMag;
-    double sintheta, costheta;
-    envs::sincos(theta, &sintheta, &costheta);
     const double temp = (force + kPolemassLength * (theta_dot * theta_dot) * sintheta) / kTotalMass;
     const double thetaacc = (kGravity * sintheta - costheta * temp) /
                             (kLength * (4.0 / 3.0 - kMassPole * (costheta * costheta) / kTotalMass));

@@ -41,7 +41,8 @@ class Pendulum {
   core::StepResult step(int i, const Action* action) {
     const double th = th_[i], thdot = thdot_[i];
     const double u = std::clamp(static_cast<double>(*action), -kMaxTorque, kMaxTorque);
-    const double costs = angle_normalize(th) * angle_normalize(th) + 0.1 * thdot * thdot + 0.001 * (u * u);
+    // ** on the reference's float64 scalars is libm's pow: envs::square
+    const double costs = envs::square(angle_normalize(th)) + 0.1 * envs::square(thdot) + 0.001 * envs::square(u);
     double newthdot = thdot + (3 * g_ / (2 * kL) * envs::sin(th) + 3.0 / (kM * kL * kL) * u) * kDt;
     newthdot = std::clamp(newthdot, -kMaxSpeed, kMaxSpeed);
     th_[i] = th + newthdot * kDt;
