@@ -37,9 +37,9 @@ def env_ids_under_test() -> list[str]:
 
 
 def pytest_collection_modifyitems(items):
-    """A test parametrized with an Atari id needs the Atari backend, and emulating Atari under a sanitizer is
-    too slow: such items get the ``atari`` and ``heavy`` markers, whatever file they are in. One parametrized with
-    a MuJoCo id needs the MuJoCo backend: the ``mujoco`` marker."""
+    """A test parametrized with an Atari id needs the Atari backend, and emulating Atari is slow (too slow under a
+    sanitizer): such items get the ``atari``, ``heavy`` and ``slow`` markers, whatever file they are in. One
+    parametrized with a MuJoCo id needs the MuJoCo backend: the ``mujoco`` marker."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         values = [v for v in params.values() if isinstance(v, str)]
@@ -48,6 +48,7 @@ def pytest_collection_modifyitems(items):
         elif any(fastvec.registry.roms.ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(hookwrapper=True)

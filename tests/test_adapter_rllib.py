@@ -232,6 +232,7 @@ def local_ray(outside_checkout, ray):
     ray.shutdown()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_ppo_trains_on_fastvec_envs(local_ray, num_env_runners):
     config = configure(ppo_config(num_env_runners), "CartPole-v1", num_envs=8)
@@ -245,6 +246,7 @@ def test_ppo_trains_on_fastvec_envs(local_ray, num_env_runners):
         assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
 
 
+@pytest.mark.slow
 def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
     """Two nodes of one CPU each: one EnvRunner (and one fastvec pool) lands on each."""
     from ray.cluster_utils import Cluster
@@ -264,6 +266,7 @@ def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
         cluster.shutdown()
 
 
+@pytest.mark.slow
 def test_a_pool_made_without_num_threads_takes_the_cpus_ray_gave_its_runner(local_ray):
     """rllib_env without configure: in a Ray actor of one CPU the pool runs one thread, not the machine's
     cores (in the driver, outside any actor, the pool's own default applies)."""
@@ -282,6 +285,7 @@ def test_a_pool_made_without_num_threads_takes_the_cpus_ray_gave_its_runner(loca
     assert ray.get(Runner.options(num_cpus=2).remote().threads.remote(name)) == 2
 
 
+@pytest.mark.slow
 def test_ppo_learns_the_same_on_fastvecs_runner_as_on_rllibs(local_ray):
     """Equal seeds, local runner: the same episode_return_mean every iteration (the same episodes, the
     same RNG draws), whichever runner samples."""
@@ -296,6 +300,7 @@ def test_ppo_learns_the_same_on_fastvecs_runner_as_on_rllibs(local_ray):
     assert returns[FastvecEnvRunner][-1] > returns[FastvecEnvRunner][0]
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")  # APPO starts Ray Data: its own deprecations
 @pytest.mark.parametrize("algo", ["APPO", "DQN", "SAC"])
 def test_other_algorithms_run_on_fastvecs_runner(local_ray, algo):
@@ -366,6 +371,7 @@ def test_rllib_env_takes_what_fastvec_make_takes():
     raw.close()
 
 
+@pytest.mark.slow
 def test_ppo_trains_on_pong_frames(outside_checkout, ray):
     """PPO with RLlib's default CNN on fastvec's Pong, local EnvRunner: one training iteration
     samples from the fastvec pool and changes the weights."""
@@ -393,6 +399,7 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
         ray.shutdown()
 
 
+@pytest.mark.slow
 @pytest.mark.mujoco
 def test_ppo_trains_on_half_cheetah(local_ray):
     """MuJoCo (float64 observations and rewards, float32 Box actions, infos with masks): PPO with
@@ -469,6 +476,7 @@ def test_the_old_stack_base_env_steps_the_pool_as_gymnasium_envs():
     assert vec.pool.closed
 
 
+@pytest.mark.slow
 def test_ppo_trains_on_the_old_api_stack(local_ray):
     """RLlib's old stack (RolloutWorker, BaseEnv): PPO samples from a fastvec pool per worker and learns."""
     from fastvec.adapters.rllib import OldStackVectorEnv, configure_old_stack

@@ -31,6 +31,8 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 
 from fastvec.adapters.sb3 import SB3VecEnv  # noqa: E402
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 N_ENVS = 3
 WRAPPERS = [None, VecNormalize, VecFrameStack]
 
@@ -309,6 +311,7 @@ def test_refuses_what_sb3_cannot_use():
         SB3VecEnv(fake)
 
 
+@pytest.mark.slow
 def test_ppo_solves_cartpole():
     """PPO (rl-zoo's CartPole hyperparameters) reaches the reward threshold, 475,
     within 100k steps; fastvec's monitor feeds SB3's episode statistics."""

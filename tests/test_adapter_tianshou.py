@@ -23,6 +23,8 @@ from tianshou_envs import DictObsEnv, EchoActionEnv, MyTestEnv, NXEnv, TupleObsE
 
 from fastvec.pyenv import EnvError  # noqa: E402
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 
 def debug(num_envs=4, **kw):
     """obs = [steps since reset, last action], reward = action."""
@@ -197,6 +199,7 @@ class _FirstAction(Policy):
         return Batch(act=np.zeros(n, dtype=np.int64), policy=Batch(tag=np.zeros(n)), state=np.zeros((n, 1)))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("source", ["native", "env_fns"])
 @pytest.mark.parametrize("collector", ["sync", "async"])
@@ -220,6 +223,7 @@ def test_collectors_take_it_as_a_vector_env(collector, source):
     envs.close()
 
 
+@pytest.mark.slow
 def test_ppo_solves_cartpole():
     """Tianshou 2.x PPO (its own CartPole test's settings) reaches 475 within 50k steps."""
     from tianshou.algorithm import PPO

@@ -22,7 +22,7 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation  # noqa
 
 gym.register_envs(ale_py)
 
-pytestmark = pytest.mark.atari
+pytestmark = [pytest.mark.versions, pytest.mark.atari]
 
 ATARI_IDS = [i for i in fastvec.list_envs() if lookup(i).rom]
 
@@ -251,6 +251,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_portable_kernels_give_the_same_frames(tmp_path):
     """Machines without AVX-512 run the portable palette and resize kernels: they give the same bytes."""
 

@@ -23,7 +23,8 @@ def fastvec_cli(*args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.slow
+@pytest.mark.backends
 def test_bench_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "results"
     run = fastvec_cli(
@@ -80,6 +81,7 @@ def test_bench_writes_table_json_and_plot(tmp_path):
     assert (out / "results.md").read_text() == table
 
 
+@pytest.mark.slow
 def test_bench_measures_memory_when_run_in_the_source_checkout(tmp_path):
     """The README runs `fastvec bench` in the checkout it installed from. The memory probe's fresh
     interpreter imported the checkout's fastvec/ (no built extension) there: every memory cell failed."""
@@ -187,6 +189,7 @@ def _status_if_installed(package: str) -> str:
     return "ok" if installed(package) else "not installed"
 
 
+@pytest.mark.slow
 @pytest.mark.mujoco
 def test_bench_runs_mujoco_with_the_ceiling_and_memory(tmp_path):
     out = tmp_path / "results"
@@ -232,6 +235,7 @@ def test_bench_runs_mujoco_with_the_ceiling_and_memory(tmp_path):
     assert "ceiling" not in memory  # one env in a loop: no vector env to measure
 
 
+@pytest.mark.slow
 @pytest.mark.mujoco
 def test_bench_never_loads_the_mujoco_bindings_where_it_measures_fastvec(tmp_path):
     """Importing the mujoco Python bindings (gymnasium's MuJoCo envs do) sets MuJoCo's timer callback in the
@@ -280,6 +284,7 @@ def test_mujoco_actions_are_the_same_draws_within_each_contenders_box():
     assert f64.std() > 0.2  # spread over the box, not stuck at a bound
 
 
+@pytest.mark.slow
 @pytest.mark.mujoco
 def test_bench_mujoco_script_prints_every_row_and_the_targets(tmp_path):
     """benchmarks/bench_mujoco.py's smallest run: one env, one num_envs, every default contender."""

@@ -10,6 +10,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 
 class Counter(gym.Env):
     """Ends after a random 3-6 steps (from its seeded generator); reports its own info keys, some only on

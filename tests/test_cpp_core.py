@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_core_unit_tests(tmp_path):
     subprocess.run(
         ["cmake", "-S", str(ROOT / "tests/cpp"), "-B", str(tmp_path), "-DCMAKE_BUILD_TYPE=Release"],

@@ -33,6 +33,8 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 )
 from tianshou.env import DummyVectorEnv, SubprocVectorEnv  # noqa: E402
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 N_ENVS = 3
 
 
@@ -389,6 +391,7 @@ def test_close_is_prompt_while_a_call_waits():
     assert time.monotonic() - start < 5
 
 
+@pytest.mark.slow
 def test_a_worker_killed_during_a_call_is_reported():
     """The first worker the call waits for dies: its side pipe then reads as hung up, again and again (under
     forkserver: a forked worker would hold a copy of the pipe of the worker made before it)."""
@@ -654,6 +657,7 @@ def test_sb3_monitor_false_passes_the_envs_own_monitor_episode_info():
     ref.close()
 
 
+@pytest.mark.slow
 def test_her_reaches_compute_reward_through_env_method():
     """HerReplayBuffer relabels goals with env_method("compute_reward", ..., indices=[0]): a short DQN + HER run
     on SB3's BitFlippingEnv, and its rewards as the env computes them."""

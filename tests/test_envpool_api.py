@@ -28,7 +28,10 @@ with warnings.catch_warnings():
     import envpool
 
 # EnvPool builds its Box spaces lazily, from float64 bounds, and gymnasium warns each time (fastvec's do not).
-pytestmark = pytest.mark.filterwarnings("ignore:.*precision lowered by casting to float32:UserWarning")
+pytestmark = [
+    pytest.mark.versions,
+    pytest.mark.filterwarnings("ignore:.*precision lowered by casting to float32:UserWarning"),
+]
 
 # What fastvec leaves out of EnvPool's info (the module docstring says so): Atari's RAM, Acrobot's internal state.
 NOT_GIVEN = {"ram", "state"}

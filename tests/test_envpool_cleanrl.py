@@ -21,7 +21,10 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import envpool
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*precision lowered by casting to float32:UserWarning")
+pytestmark = [
+    pytest.mark.versions,
+    pytest.mark.filterwarnings("ignore:.*precision lowered by casting to float32:UserWarning"),
+]
 
 
 class RecordEpisodeStatistics(gym.Wrapper):

@@ -25,7 +25,7 @@ from conftest import MUJOCO_IDS, run_python
 
 import fastvec
 
-pytestmark = pytest.mark.mujoco
+pytestmark = [pytest.mark.versions, pytest.mark.mujoco]
 
 
 @pytest.fixture(autouse=True)
@@ -126,6 +126,7 @@ def run_side_by_side(
         ref.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", MUJOCO_IDS)
 def test_whole_episodes_are_bit_identical_to_gymnasium(env_id):
     stats = run_side_by_side(env_id)

@@ -15,6 +15,8 @@ from conftest import run_python
 
 import fastvec
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 
 def debug(num_envs=4, **kw):
     """The test-only env: obs = [steps since reset, last action], reward = action; with episode statistics."""

@@ -204,6 +204,7 @@ def test_spaces_metadata_and_spec_come_from_a_worker():
 # -- bookkeeping that survives an exception at a blocking point ------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("call", ["step", "send_recv"])
 def test_reset_after_ctrl_c_with_one_worker_answered_returns(call):

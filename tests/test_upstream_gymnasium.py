@@ -51,6 +51,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 # -- gymnasium's testing helpers (tests/testing_env.py, tests/vector/testing_utils.py) ------------------------
 
 

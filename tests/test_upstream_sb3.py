@@ -34,6 +34,8 @@ from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
 import fastvec
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 N_ENVS = 3
 VEC_ENV_WRAPPERS = [None, VecNormalize, VecFrameStack]
 
@@ -300,6 +302,7 @@ def test_vecenv_tuple_spaces():
     check_vecenv_spaces(subproc, space, obs_assert)
 
 
+@pytest.mark.slow
 def test_subproc_start_method():
     """test_subproc_start_method: every start method multiprocessing has (and the default) works (the unknown one:
     test_subproc_start_method_illegal)."""
@@ -444,6 +447,7 @@ def test_vec_deterministic():
     vec_env_2.close()
 
 
+@pytest.mark.slow
 def test_vec_seeding():
     """test_vec_seeding: ``seed()`` without a seed gives each env its own, whatever the start method."""
     all_methods = {"forkserver", "spawn", "fork"}
