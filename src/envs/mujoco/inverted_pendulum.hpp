@@ -9,7 +9,6 @@ namespace fastvec::envs::mujoco {
 class InvertedPendulum : public MujocoEnv {
  public:
   static core::OptionTable options() {
-    using K = core::OptionSpec::Kind;
     return with_simulation_options("inverted_pendulum.xml", 2, {noise_option(0.01)});
   }
   // reward_survive is a Python int in gymnasium's info: int64 in its vector envs.
