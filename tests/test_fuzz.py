@@ -6,16 +6,29 @@ names in flight, also some envs of one of the native pool's blocks), whether its
 how many steps its episode has run and whether that episode ended. So every call is known in advance
 to be valid (it must succeed) or invalid (it must raise one of the exceptions that fit its mistakes:
 ValueError, TypeError or RuntimeError, never anything else), and every result is checked: observations
-inside ``single_observation_space``, float32 finite rewards, bool flags, ``info["env_id"]`` rows that
-were in flight and are distinct, reset rows that are resets, truncation exactly at
-``max_episode_steps``, episode statistics when and only when an episode ends. After every refused call
-a valid follow-up call must succeed: a refusal never breaks the pool.
+inside ``single_observation_space``, finite rewards of the pool's dtype (float32 native, float64 MuJoCo and
+Python envs), bool flags, ``info["env_id"]`` rows that were in flight and are distinct, reset rows that are
+resets, truncation exactly at ``max_episode_steps``, episode statistics when and only when an episode ends
+(``episode_return`` exactly the float64 sum of the rewards received). After every refused call a valid
+follow-up call must succeed: a refusal never breaks the pool.
 
-Three machines: native classic-control pools (sync and async; also closed, or stepped, from a second
-thread), a tiny native Atari pool (Pong-v5, one to three envs) and Python-env pools (worker processes;
-CartPole, Pendulum, Blackjack). A call that hangs for ``CALL_TIMEOUT`` seconds fails the run with every
-thread's stack and the calls before it: a hang inside native code cannot be interrupted by
-pytest-timeout's signal method.
+Envs that raise: native ``_Debug-v0`` with ``throw_on_action=3`` and the Python ``Thrower`` raise in a step
+whose action is 3, drawn now and then for one env or two neighbours (one block's, often). The model knows
+which envs in flight will raise. A receiving call (step, recv, recv_rest, recv_ready) either returns rows,
+none of them a raising env's, or raises the env's exception (``fastvec._core.EnvError``, or the Python env's
+own type) with an ``env_id`` naming one of them; it must raise when it takes every env in flight with one
+of them. In async mode only that env leaves flight, broken (a step of it is refused until it is reset); the
+batch's other envs stay in flight and the next receiving call returns them (checked when the batch was every
+env in flight). In sync mode the step's rows are dropped, every raising env is broken, and the others have
+stepped (the model replays their step: the debug envs' reward is the action, their observation
+[steps since reset, last action]). Then the README's recipe: reset the env (``async_reset(env_id=[e])``, or
+a partial reset of the broken envs in sync mode), and go on with every env in play.
+
+Four machines: native classic-control pools (sync and async; also closed, or stepped, from a second
+thread; ``_Debug-v0`` too), native MuJoCo pools, a tiny native Atari pool (Pong-v5, one to three envs) and
+Python-env pools (worker processes; CartPole, Pendulum, Blackjack, Thrower). A call that hangs for
+``CALL_TIMEOUT`` seconds fails the run with every thread's stack and the calls before it: a hang inside
+native code cannot be interrupted by pytest-timeout's signal method.
 
 ``FASTVEC_FUZZ_EXAMPLES=N`` runs N sequences of the native classic machine and N // 10 of each of the
 others; CI runs the defaults (250, 20 and 20: under a minute on 2 cores). A long local run (``-s`` prints
@@ -64,6 +77,7 @@ from fastvec.vector import ClosedError
 CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared hung
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
 DOCUMENTED = (ValueError, TypeError, RuntimeError, FileNotFoundError, EnvError, fastvec._core.EnvError)
+THROW = 3  # the action on which _Debug-v0 (throw_on_action=3) and Thrower raise
 
 FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
@@ -97,6 +111,32 @@ ATARI_OPTIONS = {
 }
 # (id, backend): Python envs of every space kind the fuzzer covers (Box/Discrete, Box actions, Tuple observations).
 PYTHON_ENVS = (("CartPole-v1", "python"), ("Pendulum-v1", "python"), ("Blackjack-v1", "auto"))
+
+
+class ThrowerError(ArithmeticError):
+    """Thrower's exception: a type no pool raises of its own (it comes back from the worker with its type)."""
+
+
+class Thrower(gym.Env):
+    """The Python twin of ``_Debug-v0`` (as in tests/test_async_api.py): obs = [steps since reset, last action],
+    reward = action; raises ThrowerError when its action is THROW; episodes of ``episode_length`` steps."""
+
+    observation_space = gym.spaces.Box(0.0, 1e9, (2,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def __init__(self, episode_length: int = 5) -> None:
+        self.episode_length, self.t, self.last = episode_length, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = self.last = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if action == THROW:
+            raise ThrowerError(f"Thrower asked to throw (action {action})")
+        self.t, self.last = self.t + 1, int(action)
+        return np.array([self.t, self.last], np.float32), float(action), self.t >= self.episode_length, False, {}
 
 
 # -- hang detection ----------------------------------------------------------------------------
@@ -159,7 +199,7 @@ def _short(value: Any) -> str:
 class Model:
     """What the pool must be doing: per env its state, what its next row is, its episode's progress."""
 
-    def __init__(self, env: Any, native: bool, mode: str) -> None:
+    def __init__(self, env: Any, native: bool, mode: str, episode_length: int | None = None) -> None:
         self.native = native
         self.n = env.num_envs
         self.batch = env.batch_size
@@ -173,24 +213,68 @@ class Model:
         self.elapsed = np.zeros(self.n, np.int64)
         self.ret = np.zeros(self.n, np.float64)
         self.last_obs: list[Any] = [None] * self.n
+        # Envs that raise (THROW): the episode length of _Debug-v0 / Thrower, None for the others.
+        self.episode_length = episode_length
+        self.throws = episode_length is not None
+        self.action = np.zeros(self.n, np.int64)  # the last action sent to each env (envs that raise)
+        self.raising = np.zeros(self.n, bool)  # in flight, and its step raises
+        self.broken = np.zeros(self.n, bool)  # idle, it raised: a step of it is refused until it is reset
+        # The envs kept in flight by an env's exception in async mode, when the model knows which (the batch was
+        # every env in flight): the next receiving call returns them (or raises one of them that raised too).
+        self.kept: np.ndarray | None = None
 
     @property
     def in_flight(self) -> int:
         return int((self.state == IN_FLIGHT).sum())
 
     def sendable(self) -> np.ndarray:
-        ok = self.state == IDLE
+        ok = (self.state == IDLE) & ~self.broken
         if self.mode == "disabled":
             ok &= ~self.ended
         return ok
 
-    def send(self, ids: np.ndarray, reset: bool) -> None:
-        """The envs sent are in flight: a block sent for some of its envs runs for those only."""
+    def send(self, ids: np.ndarray, reset: bool, actions: Any = None) -> None:
+        """The envs sent are in flight: a block sent for some of its envs runs for those only. ``actions``
+        (envs that raise): the actions sent, one per env of ``ids``; an env raises if its action is THROW and
+        its row is a step, not the reset of an ended episode (next_step)."""
+        ids = np.asarray(ids, np.int64).reshape(-1)
         self.state[ids] = IN_FLIGHT
         self.resetting[ids] = reset
+        self.raising[ids] = False
+        if reset:
+            self.broken[ids] = False
+        elif self.throws:
+            acts = np.asarray(actions).reshape(-1).astype(np.int64)
+            self.action[ids] = acts
+            self.raising[ids] = (acts == THROW) & ~(self.ended[ids] & (self.mode == "next_step"))
 
     def drain(self) -> None:
+        """Every env in flight is idle, its row dropped (with any exception of its step, and kept rows)."""
         self.state[self.state == IN_FLIGHT] = IDLE
+        self.raising[:] = False
+        self.kept = None
+
+    def replay_dropped_step(self, e: int) -> None:
+        """Env ``e`` stepped in a sync batch whose rows were dropped (another env raised): its step as
+        _Debug-v0 and Thrower take it (reward = action, obs = [steps since reset, last action], termination at
+        episode_length), or its reset when its row was one."""
+        if self.resetting[e] or (self.mode == "next_step" and self.ended[e]):
+            self.elapsed[e], self.ret[e], self.ended[e], self.broken[e] = 0, 0.0, False, False
+            obs = [0, 0]
+        else:
+            a = int(self.action[e])
+            self.elapsed[e] += 1
+            self.ret[e] += float(a)
+            obs = [int(self.elapsed[e]), a]
+            if self.elapsed[e] >= self.episode_length or (self.limit is not None and self.elapsed[e] >= self.limit):
+                if self.mode == "same_step":
+                    self.elapsed[e], self.ret[e] = 0, 0.0
+                    obs = [0, 0]
+                else:
+                    self.ended[e] = True
+        self.last_obs[e] = np.array(obs, np.float32)
+        self.state[e] = IDLE
+        self.resetting[e] = False
 
 
 # -- argument strategies -----------------------------------------------------------------------
@@ -318,18 +402,36 @@ def _grad_tensor(rows: int, native: bool) -> tuple[Any, set]:
     return torch.zeros(max(rows, 1), requires_grad=True), {TypeError} if native else {TypeError, RuntimeError}
 
 
+# How often a valid action draw of envs that raise has THROW: for one env (1 in 16) or two neighbours (1 in 16).
+THROWS = st.integers(0, 15)
+
+
 def draw_actions(
-    data: st.DataObject, space: gym.Space, n: int, rows: int, native: bool, valid: bool, exact: bool = False
+    data: st.DataObject,
+    space: gym.Space,
+    n: int,
+    rows: int,
+    native: bool,
+    valid: bool,
+    exact: bool = False,
+    throws: bool = False,
 ) -> tuple[Any, set]:
     """Actions for ``rows`` (at most ``n + 1``: an env listed twice) of the pool's ``n`` envs, and the errors
     they deserve (empty: valid). The draws are the same for any ``rows``. ``exact``: the env takes float64
     actions as they come (MuJoCo's), so a huge finite value is an action, not an overflow (and not drawn: its
-    control cost is an infinite reward, as gymnasium's)."""
+    control cost is an infinite reward, as gymnasium's). ``throws``: the env raises on THROW, its last action:
+    valid actions have it now and then only, in one row or in two neighbouring rows."""
     row = data.draw(st.integers(0, max(n - 1, 0)), label="row") % max(rows, 1)
     if isinstance(space, gym.spaces.Discrete):
         lo, k = int(space.start), int(space.n)
         if valid:
-            values = data.draw(_int_rows(lo, lo + k - 1, n + 1), label="actions")[:rows]
+            values = data.draw(_int_rows(lo, lo + k - 1 - throws, n + 1), label="actions")[:rows]
+            if throws:
+                how = data.draw(THROWS, label="throw?")
+                if how < 2 and rows:
+                    values[row] = THROW
+                    if how == 1:
+                        values[(row + 1) % rows] = THROW
             form = data.draw(DISCRETE_FORMS, label="form")
             if form == "list" and rows:
                 return values, set()
@@ -427,11 +529,13 @@ class PoolMachine(RuleBasedStateMachine):
 
     native = True
     exact_actions = False  # the envs take float64 actions as they come (see draw_actions)
-    reward_dtype = np.float32  # float64 for envs whose rewards are (MuJoCo's)
+    reward_dtype = np.float32  # float64 for envs whose rewards are (MuJoCo's, Python envs')
+    env_exception: type = fastvec._core.EnvError  # what a receiving call raises for an env's exception
     fixed_pool = False  # costly pools (Atari, Python envs): a new one only after the old one is closed
     background_calls = 500  # calls a thread makes in the threaded rules (Atari steps are slow)
     sequences = 0  # sequences run (each is one instance), shrinking included
     calls = 0
+    env_errors = 0  # env exceptions raised by receiving calls (sync, async)
 
     def __init__(self) -> None:
         super().__init__()
@@ -439,18 +543,22 @@ class PoolMachine(RuleBasedStateMachine):
         self.env: Any = None
         self.model: Model | None = None
         self.ops_since_make = 0
+        self.recoveries = 0
         self.threads_before = len(os.listdir("/proc/self/task"))
 
     # -- calls and their expected outcome --------------------------------------------------
 
-    def _call(self, what: str, fn, errors: set) -> Any:
-        """Runs ``fn``: it must succeed when ``errors`` is empty, else raise exactly one of ``errors``.
+    def _call(self, what: str, fn, errors: set, env_error: bool = False) -> Any:
+        """Runs ``fn``: it must succeed when ``errors`` is empty, else raise exactly one of ``errors``; or
+        (``env_error``) raise an env's exception (``env_exception`` with an ``env_id``).
         Returns (True, result) or (False, exception)."""
         type(self).calls += 1
         with WATCHDOG.call(what):
             try:
                 result = fn()
             except BaseException as exc:
+                if env_error and type(exc) is self.env_exception and hasattr(exc, "env_id"):
+                    return False, exc
                 if not isinstance(exc, DOCUMENTED):
                     raise AssertionError(
                         f"{what} raised an undocumented {type(exc).__module__}.{type(exc).__name__}: {exc}"
@@ -522,6 +630,7 @@ class PoolMachine(RuleBasedStateMachine):
                     )
                 continue
             assert m.state[e] == IN_FLIGHT, f"{what}: returned env {e}, which was not in flight (state {m.state[e]})"
+            assert not m.raising[e], f"{what}: returned a row of env {e}, whose step raised"
             reset_row = rew is None or m.resetting[e] or (m.mode == "next_step" and m.ended[e])
             if reset_row:
                 if rew is not None:
@@ -529,7 +638,7 @@ class PoolMachine(RuleBasedStateMachine):
                         f"{what}: env {e} reset but its row has reward {rew[r]}, flags {term[r]} {trunc[r]}"
                     )
                 assert not done_mask[r], f"{what}: env {e} reset but reports an episode end"
-                m.elapsed[e], m.ret[e], m.ended[e] = 0, 0.0, False
+                m.elapsed[e], m.ret[e], m.ended[e], m.broken[e] = 0, 0.0, False, False
             else:
                 m.elapsed[e] += 1
                 m.ret[e] += float(rew[r])
@@ -543,8 +652,11 @@ class PoolMachine(RuleBasedStateMachine):
                     assert info["episode_length"][r] == m.elapsed[e], (
                         f"{what}: env {e} episode_length {info['episode_length'][r]}, expected {m.elapsed[e]}"
                     )
-                    assert np.isclose(info["episode_return"][r], m.ret[e], rtol=1e-4, atol=1e-3), (
-                        f"{what}: env {e} episode_return {info['episode_return'][r]}, rewards summed {m.ret[e]}"
+                    # Exact: the pools sum each reward as the caller receives it (float32 ones as float64, exact),
+                    # in float64 and in step order, as the model does (float32 rewards: the native pools'
+                    # count_block adds double(reward); float64: MuJoCo's, and Python envs' float(reward)).
+                    assert info["episode_return"][r] == m.ret[e], (
+                        f"{what}: env {e} episode_return {info['episode_return'][r]!r}, rewards summed {m.ret[e]!r}"
                     )
                     if m.mode == "same_step":
                         assert info["_final_obs"][r], f"{what}: env {e} ended without final_obs"
@@ -571,12 +683,13 @@ class PoolMachine(RuleBasedStateMachine):
 
     def _make(self, data: st.DataObject) -> None:
         env_id, num_envs, kwargs = self._draw_config(data)
+        episode_length = kwargs.pop("_throws", None)  # an env that raises on THROW: its episode length
         what = f"fastvec.make({env_id!r}, {num_envs}, **{_short(kwargs)})"
         kwargs["episode_stats"] = True  # the model checks every ended episode's statistics
         _, env = self._call(what, lambda: fastvec.make(env_id, num_envs, **kwargs), set())
         self.env = env
         mode = kwargs.get("autoreset_mode", "next_step")
-        self.model = Model(env, self.native, mode)
+        self.model = Model(env, self.native, mode, episode_length)
         self.ops_since_make = 0
         if kwargs.get("max_episode_steps") is not None:
             assert env.max_episode_steps == kwargs["max_episode_steps"]
@@ -878,15 +991,102 @@ class PoolMachine(RuleBasedStateMachine):
         if errors or m.closed:
             self._call(what, lambda: self.env.step(actions, env_id), self._closed_errors(errors))
             return
-        m.send(ids, reset=False)
+        m.send(ids, reset=False, actions=actions)
         if m.in_flight < m.batch:  # the send happens, then recv refuses to wait forever
             self._call(what, lambda: self.env.step(actions, env_id), {RuntimeError})
             return
-        _, (obs, rew, term, trunc, info) = self._call(what, lambda: self.env.step(actions, env_id), set())
-        got = self._check_rows(what, obs, info, m.batch, rew, term, trunc)
-        if m.sync:
+        self._receive(what, lambda: self.env.step(actions, env_id), m.batch)
+
+    def _receive(self, what: str, fn, rows: int, errors: set = frozenset(), sync_ids=None) -> None:
+        """A receiving call (step, recv, recv_rest, recv_ready) of ``rows`` rows, refused with ``errors`` (if
+        any). When an env in flight raises, the call may raise its exception instead (it must, when it takes
+        every env in flight): the model then follows the pool and recovers as the README says."""
+        m = self.model
+        raising = m.raising & (m.state == IN_FLIGHT)
+        env_error = not errors and not m.closed and raising.any()
+        ok, result = self._call(what, fn, self._closed_errors(set(errors)), env_error)
+        if not ok:
+            if env_error and type(result) is self.env_exception:
+                self._env_raised(what, result, rows == m.in_flight)
+            return
+        obs, rew, term, trunc, info = result
+        got = self._check_rows(what, obs, info, rows, rew, term, trunc, sync_ids=sync_ids)
+        if m.sync and sync_ids is None:
             assert got.tolist() == list(range(m.n)), f"{what}: rows not in env order: {got}"
+        if m.kept is not None:
+            missing = np.flatnonzero(m.kept & ~np.isin(np.arange(m.n), got))
+            assert not len(missing), (
+                f"{what}: envs {missing.tolist()}, kept in flight by the last env's exception, are not in this batch"
+                f" {got.tolist()}"
+            )
+            m.kept = None
         self._take_rows(what, got, obs, info, rew, term, trunc)
+
+    def _env_raised(self, what: str, exc: BaseException, whole: bool) -> None:
+        """A receiving call raised env ``exc.env_id``'s exception (``whole``: its batch was every env in flight)."""
+        m = self.model
+        type(self).env_errors += 1
+        e = exc.env_id
+        assert isinstance(e, int) and 0 <= e < m.n, f"{what}: {type(exc).__name__}.env_id is {e!r}"
+        assert m.state[e] == IN_FLIGHT and m.raising[e], (
+            f"{what} raised {type(exc).__name__} for env {e} (in flight: {m.state[e] == IN_FLIGHT}), whose step "
+            f"does not raise: {exc}"
+        )
+        text = " ".join([str(exc), *getattr(exc, "__notes__", ())])  # (a Python env's: in a note)
+        assert f"env {e}" in text, f"{what}: the exception does not name env {e}: {text}"
+        in_flight = np.flatnonzero(m.state == IN_FLIGHT)
+        if m.sync:  # the batch is every env in flight: its rows are dropped, every env that raised is broken
+            for f in in_flight.tolist():
+                if m.raising[f]:
+                    m.state[f], m.raising[f], m.broken[f], m.resetting[f] = IDLE, False, True, False
+                else:
+                    m.replay_dropped_step(f)
+            m.kept = None
+        else:  # only env e leaves flight; the batch's other rows wait for the next receiving call
+            m.state[e], m.raising[e], m.broken[e] = IDLE, False, True
+            kept = (m.state == IN_FLIGHT) if whole else None
+            m.kept = None if m.kept is None else m.kept & (m.state == IN_FLIGHT)  # (envs kept before: still first)
+            if kept is not None:
+                m.kept = kept
+        # The env that raised refuses a step until it is reset.
+        ok, refusal = self._call(
+            f"send to env {e}, which raised", lambda: self.env.send(np.zeros(1, np.int64), [e]), {RuntimeError}
+        )
+        assert "raised an exception earlier" in str(refusal), f"send to env {e} after its exception: {refusal}"
+        self._recover(what)
+
+    def _recover(self, what: str) -> None:
+        """The README's recipe after an env's exception: reset the envs that raised, every env stays in play."""
+        m = self.model
+        broken = np.flatnonzero(m.broken)
+        self.recoveries += 1
+        if not m.sync:
+            e = int(broken[0])
+            self._call(f"async_reset(env_id=[{e}]) after {what}", lambda: self.env.async_reset(env_id=[e]), set())
+            m.send(np.array([e]), reset=True)
+            # Then, mostly, the recipe's next receiving call: it returns the kept envs (their rows must not be lost).
+            how = self.recoveries % 4
+            if how == 3:
+                return
+            if m.in_flight >= m.batch:
+                self._recv_ready(f"recv_ready({m.batch})") if how == 2 else self._recv("recv()")
+            elif m.in_flight:
+                self._recv_ready(f"recv_ready({m.in_flight})") if how == 2 else self._recv_rest("recv_rest()")
+            return
+        assert not m.in_flight, f"{what}: envs {np.flatnonzero(m.state == IN_FLIGHT)} in flight after a sync batch"
+        others = ~m.broken
+        if (m.state[others] == FRESH).any():  # a partial reset needs the others reset once
+            self._full_reset(None, f"reset() after {what}")
+        elif self.recoveries % 2:
+            self._mask_reset(m.broken.copy())  # the others' rows: their observations after the dropped step
+        else:
+            options = {"env_id": broken.tolist()}
+            ok, (obs, info) = self._call(
+                f"reset(options={options}) after {what}", lambda: self.env.reset(options=options), set()
+            )
+            got = self._check_rows("reset(env_id)", obs, info, len(broken), sync_ids=broken)
+            m.state[broken] = IN_FLIGHT
+            self._take_rows("reset(env_id)", got, obs, info)
 
     def _id_errors(self, ids: Any) -> set:
         """The errors env ids deserve in send (a 1-D int array, or a mistake)."""
@@ -955,7 +1155,9 @@ class PoolMachine(RuleBasedStateMachine):
         errors: set = set()
         env_id = None
         if kind in ("all", "bad actions"):
-            actions, errors = draw_actions(data, space, m.n, m.n, self.native, kind == "all", self.exact_actions)
+            actions, errors = draw_actions(
+                data, space, m.n, m.n, self.native, kind == "all", self.exact_actions, m.throws
+            )
             errors = set(errors)
             if not m.sync:
                 errors.add(ValueError)
@@ -973,7 +1175,9 @@ class PoolMachine(RuleBasedStateMachine):
             else:
                 env_id, rows = self._draw_ids(data, kind == "with env_id")
                 errors |= self._id_errors(env_id)
-            actions, action_errors = draw_actions(data, space, m.n, rows, self.native, True, self.exact_actions)
+            actions, action_errors = draw_actions(
+                data, space, m.n, rows, self.native, True, self.exact_actions, m.throws
+            )
             errors |= action_errors
         what = f"step({_short(actions)}, env_id={_short(env_id)})"
         self._step(actions, env_id, errors, what)
@@ -993,27 +1197,21 @@ class PoolMachine(RuleBasedStateMachine):
             env_id, rows = None, m.n
         valid_actions = data.draw(st.integers(0, 3), label="actions valid?") > 0
         actions, errors = draw_actions(
-            data, self.env.single_action_space, m.n, rows, self.native, valid_actions, self.exact_actions
+            data, self.env.single_action_space, m.n, rows, self.native, valid_actions, self.exact_actions, m.throws
         )
         errors = set(errors) | self._id_errors(np.arange(m.n) if all_envs else env_id)
         what = f"send({_short(actions)}, {_short(env_id)})"
         ok, _ = self._call(what, lambda: self.env.send(actions, env_id), self._closed_errors(errors))
         if ok:
-            m.send(np.arange(m.n) if all_envs else np.asarray(env_id, dtype=np.int64).reshape(-1), reset=False)
+            ids = np.arange(m.n) if all_envs else np.asarray(env_id, dtype=np.int64).reshape(-1)
+            m.send(ids, reset=False, actions=actions)
         else:
             self._follow_up()
 
     def _recv(self, what: str) -> None:
         m = self.model
         errors = {RuntimeError} if m.in_flight < m.batch else set()
-        ok, result = self._call(what, self.env.recv, self._closed_errors(errors))
-        if not ok:
-            return
-        obs, rew, term, trunc, info = result
-        got = self._check_rows(what, obs, info, m.batch, rew, term, trunc)
-        if m.sync:
-            assert got.tolist() == list(range(m.n)), f"{what}: rows not in env order: {got}"
-        self._take_rows(what, got, obs, info, rew, term, trunc)
+        self._receive(what, self.env.recv, m.batch, errors)
 
     def _recv_rest(self, what: str) -> None:
         m = self.model
@@ -1021,17 +1219,18 @@ class PoolMachine(RuleBasedStateMachine):
         # A native sync pool takes the rows of a partial send (EnvPool's step of some envs), the Python-env
         # pool's does not.
         errors = {RuntimeError} if (m.sync and not self.native) or rows == 0 or rows >= m.batch else set()
-        ok, result = self._call(what, self.env.recv_rest, self._closed_errors(errors))
-        if not ok:
-            return
-        obs, rew, term, trunc, info = result
         # (a sync pool's rows: the envs sent, in env order)
         sync_ids = np.flatnonzero(m.state == IN_FLIGHT) if m.sync else None
-        got = self._check_rows(what, obs, info, rows, rew, term, trunc, sync_ids=sync_ids)
-        assert set(got.tolist()) == set(np.flatnonzero(m.state == IN_FLIGHT).tolist()), (
-            f"{what}: rows {got}, in flight {np.flatnonzero(m.state == IN_FLIGHT)}"
-        )
-        self._take_rows(what, got, obs, info, rew, term, trunc)
+        # (its rows: every env in flight, as _check_rows and _take_rows find: as many, distinct, in flight)
+        self._receive(what, self.env.recv_rest, rows, errors, sync_ids=sync_ids)
+
+    def _recv_ready(self, what: str) -> None:
+        """recv_ready(rows) of an async pool: a whole batch (rows = batch_size), or every env in flight when they
+        are fewer (Tianshou's use); with no timeout, so the rows are known."""
+        m = self.model
+        rows = m.batch if m.in_flight >= m.batch else m.in_flight
+        errors = {RuntimeError} if rows == 0 else set()
+        self._receive(what, lambda: self.env.recv_ready(rows if rows else 1, None), rows, errors)
 
     @rule()
     def recv(self):
@@ -1051,6 +1250,15 @@ class PoolMachine(RuleBasedStateMachine):
         self._recv_rest("recv_rest()")
         self._follow_up()
 
+    @precondition(lambda self: self.model is not None and not self.model.sync)
+    @rule()
+    def recv_ready(self):
+        self.ops_since_make += 1
+        if self.env is None:
+            return
+        self._recv_ready("recv_ready()")
+        self._follow_up()
+
     @rule(data=st.data(), count=st.integers(1, 25))
     def valid_calls(self, data, count):
         """A run of valid calls as a training loop makes them, so that episodes end and truncate."""
@@ -1060,22 +1268,29 @@ class PoolMachine(RuleBasedStateMachine):
         space = self.env.single_action_space
         for _ in range(count):
             self.ops_since_make += 1
-            actions, _ = draw_actions(data, space, m.n, m.n, self.native, True, self.exact_actions)
+            actions, _ = draw_actions(data, space, m.n, m.n, self.native, True, self.exact_actions, m.throws)
             send_all = data.draw(st.booleans(), label="send every idle env?")
             first = data.draw(st.integers(0, m.n - 1), label="else from")
             rest = data.draw(st.integers(0, 3), label="recv_rest if it may?") == 0
+            ready = data.draw(st.integers(0, 3), label="recv_ready for recv?") == 0
             sendable = np.flatnonzero(m.sendable())
             if m.in_flight >= m.batch:
-                self._recv("recv()")
+                if ready and not m.sync:
+                    self._recv_ready(f"recv_ready({m.batch})")
+                else:
+                    self._recv("recv()")
             elif not m.sync and 0 < m.in_flight < m.batch and rest:
-                self._recv_rest("recv_rest()")
+                if ready:
+                    self._recv_ready(f"recv_ready({m.in_flight})")
+                else:
+                    self._recv_rest("recv_rest()")
             elif m.sync and len(sendable) == m.n:
                 self._step(actions, None, set(), f"step({_short(actions)})")
             elif not m.sync and len(sendable) and m.in_flight + len(sendable) >= m.batch:
                 ids = sendable if send_all else sendable[first % len(sendable) :]
                 some = actions[ids] if isinstance(actions, np.ndarray) else [actions[e] for e in ids]
                 self._call(f"send({_short(some)}, {ids.tolist()})", lambda a=some, i=ids: self.env.send(a, i), set())
-                m.send(ids, reset=False)
+                m.send(ids, reset=False, actions=some)
             elif not m.sync and m.in_flight:
                 self._recv_rest("recv_rest()")
             elif m.sync and m.mode == "disabled" and (m.state == IDLE).all() and m.ended.any():
@@ -1299,7 +1514,7 @@ class NativeClassicMachine(PoolMachine):
     native = True
 
     def _draw_config(self, data):
-        env_id = data.draw(st.sampled_from(CLASSIC_IDS), label="env")
+        env_id = data.draw(st.sampled_from((*CLASSIC_IDS, "_Debug-v0", "_Debug-v0")), label="env")
         n = data.draw(st.integers(1, 12), label="num_envs")
         kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
         batch = draw_batch_size(data, n)
@@ -1319,6 +1534,9 @@ class NativeClassicMachine(PoolMachine):
         for name, strategy in CLASSIC_OPTIONS.get(env_id, {}).items():
             if data.draw(st.booleans(), label=f"set {name}"):
                 kwargs[name] = data.draw(strategy, label=name)
+        if env_id == "_Debug-v0":  # the test-only env that raises on THROW (src/envs/debug/debug_env.hpp)
+            kwargs["episode_length"] = kwargs["_throws"] = data.draw(st.integers(1, 12), label="episode_length")
+            kwargs["throw_on_action"] = THROW
         return env_id, n, kwargs
 
     def _draw_bad_make(self, data):
@@ -1482,11 +1700,19 @@ class AtariMachine(PoolMachine):
 class PythonEnvMachine(PoolMachine):
     native = False
     fixed_pool = True
+    reward_dtype = np.float64  # as the env returned them (float(reward)), not rounded to float32
+    env_exception = ThrowerError  # an env's exception comes back with its own type
 
     def _draw_config(self, data):
-        env_id, backend = data.draw(st.sampled_from(PYTHON_ENVS), label="env")
+        thrower = ("Thrower", "python")  # the only one that raises: as often as the three others
+        env_id, backend = data.draw(st.sampled_from((*PYTHON_ENVS, thrower, thrower, thrower)), label="env")
         n = data.draw(st.integers(1, 4), label="num_envs")
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, Any] = {}
+        if env_id == "Thrower":  # forked workers: the class is this module's
+            kwargs["_throws"] = data.draw(st.integers(1, 12), label="episode_length")
+            env_id = functools.partial(Thrower, kwargs["_throws"])
+            kwargs["start_method"] = "fork"
+        kwargs |= {
             "backend": backend,
             "batch_size": draw_batch_size(data, n),
             "autoreset_mode": data.draw(st.sampled_from(MODES), label="mode"),
@@ -1534,14 +1760,14 @@ _TIMEOUT = 0 if _EXAMPLES else 240
 
 
 def _run(machine: type[PoolMachine], examples: int, steps: int) -> None:
-    machine.sequences = machine.calls = 0
+    machine.sequences = machine.calls = machine.env_errors = 0
     start = time.perf_counter()
     try:
         run_state_machine_as_test(machine, settings=_settings(examples, steps))
     finally:
         print(
             f"{machine.__name__}: {machine.sequences} sequences, {machine.calls} calls, "
-            f"{time.perf_counter() - start:.1f} s"
+            f"{machine.env_errors} env exceptions, {time.perf_counter() - start:.1f} s"
         )
 
 
