@@ -74,6 +74,8 @@ from fastvec._args import ResetNeeded
 from fastvec.pyenv import EnvError
 from fastvec.vector import ClosedError
 
+pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
+
 CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared hung
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
 DOCUMENTED = (ValueError, TypeError, RuntimeError, FileNotFoundError, EnvError, fastvec._core.EnvError)
@@ -1771,11 +1773,15 @@ def _run(machine: type[PoolMachine], examples: int, steps: int) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(_TIMEOUT)
-def test_native_classic_pools():
-    _run(NativeClassicMachine, _EXAMPLES or 250, 40)
+@pytest.mark.parametrize("part", [1, 2])
+def test_native_classic_pools(part):
+    # 250 sequences in two tests of 125: each well under a minute on a busy machine (and on two test workers)
+    _run(NativeClassicMachine, _EXAMPLES or 125, 40)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(_TIMEOUT)
 @pytest.mark.skipif(not fastvec._core.has_atari, reason="built without the Atari backend (FASTVEC_ATARI=OFF)")
 @pytest.mark.atari
@@ -1783,12 +1789,14 @@ def test_native_atari_pool():
     _run(AtariMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 20)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(_TIMEOUT)
 @pytest.mark.mujoco
 def test_native_mujoco_pools():
     _run(MujocoMachine, max(1, _EXAMPLES // 4) if _EXAMPLES else 60, 30)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(_TIMEOUT)
 def test_python_env_pools():
     _run(PythonEnvMachine, max(1, _EXAMPLES // 10) if _EXAMPLES else 20, 50)
