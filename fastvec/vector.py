@@ -699,6 +699,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if self.entry is not None:  # native envs take no options: refused before what is in flight is dropped
             refuse_reset_options(self.label, env_options)
         self._pool.drain()
+        self._reset_batches = []  # a reset that raised part way kept the batches it had: not this reset's
         self._pool.send_reset(None, seeds, env_options)
         self._reset_sent(self._all_ids, seeds)
         if self._episode_start is not None:

@@ -303,3 +303,36 @@ def test_the_recv_after_an_env_exception_returns_the_rows_it_kept_first(backend)
         env.async_reset(env_id=[1])
         got = sorted(info["env_id"][3:].tolist() + env.recv()[4]["env_id"].tolist())
         assert got == [1, 4, 5, 6, 7]
+
+
+class SeedThrower(gym.Env):
+    """Raises in a reset seeded 13; else its observation is its seeded generator's draw."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed == 13:
+            raise ValueError("SeedThrower's seed 13")
+        return self.np_random.random(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_a_reset_after_a_reset_that_raised_part_way_returns_its_own_rows():
+    # Async, 8 envs in batches of 2: env 3's reset raises (seed 10 + 3), after some batches came back. The next
+    # full reset must return its own rows, none of the failed reset's (they were kept for it, and reused).
+    env = fastvec.make([SeedThrower] * 8, batch_size=2, num_workers=2)
+    want = fastvec.make([SeedThrower] * 8, batch_size=2, num_workers=2)
+    try:
+        with pytest.raises(ValueError, match="seed 13"):
+            env.reset(seed=10)
+        obs, info = env.reset(seed=0)
+        ref, ref_info = want.reset(seed=0)
+        np.testing.assert_array_equal(info["env_id"], np.arange(8))
+        np.testing.assert_array_equal(obs, ref)
+    finally:
+        env.close()
+        want.close()
