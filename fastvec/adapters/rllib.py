@@ -255,9 +255,9 @@ def _runner_threads(config: Any, num_threads: Any) -> Any:
 def _check_python_pool(num_envs: Any, num_threads: Any) -> None:
     """fastvec.make's checks of ``num_envs`` and ``num_threads`` for an env it runs in the Python-env pool (made
     in the runners only: the pool's worker processes are not started in the driver), with its words."""
-    from fastvec.pyenv.pool import _num_workers  # (imported as fastvec.make imports the Python-env pool: lazily)
+    from fastvec.pyenv.pool import MAX_ENVS, _num_workers  # (imported as fastvec.make imports it: lazily)
 
-    check_int("num_envs", num_envs, 1, 1 << 16)  # (fastvec.pyenv.make's)
+    check_int("num_envs", num_envs, 1, MAX_ENVS)
     _num_workers(num_threads, num_envs)
 
 

@@ -70,6 +70,7 @@ from fastvec.pyenv.layout import (
 _FRESH, _IDLE, _IN_FLIGHT = 0, 1, 2
 SPIN_SECONDS = 30e-6  # how long the parent polls for results before it blocks
 _POLL_SECONDS = 0.25  # how often a blocked parent looks at its workers' health
+MAX_ENVS = 1 << 16  # the most envs one Python-env pool takes (fastvec.make and RLlib's configure check it)
 
 
 class WorkerDiedError(RuntimeError):
@@ -275,7 +276,7 @@ def make(
         kwargs = dict(env_kwargs)
         if max_episode_steps is not None:
             kwargs["max_episode_steps"] = max_episode_steps
-        num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, 1 << 16)
+        num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, MAX_ENVS)
         env_fns: list[Callable[[], gym.Env]] = [_GymMake(env_id, kwargs)] * num_envs
     else:
         if env_kwargs:
@@ -284,7 +285,7 @@ def make(
                 "a callable takes its own arguments"
             )
         if callable(env):
-            num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, 1 << 16)
+            num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, MAX_ENVS)
             env_fns = [env] * num_envs
         elif isinstance(env, Sequence) and len(env) > 0 and all(callable(f) for f in env):
             if num_envs is not None and num_envs != len(env):
