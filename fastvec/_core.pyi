@@ -56,6 +56,7 @@ def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool
 ) -> float: ...
 def set_numpy_dot_fused(fused: bool) -> None: ...  # only when has_mujoco
+def write_pending(fd: int, pending: bytearray) -> int: ...
 
 class Pool:
     def __init__(

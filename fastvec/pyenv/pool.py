@@ -34,6 +34,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from fastvec import _core
 from fastvec._args import (
     MODES,
     SET_KINDS,
@@ -1046,11 +1047,9 @@ class PyEnvPool:
         pending = [w for w in workers if self._call_out[w]]
         while pending:
             for w in pending:
-                out = self._call_out[w]
                 try:
-                    del out[: os.write(self._call_fds[w], out)]
-                except BlockingIOError:
-                    pass
+                    # (written and taken off in one call: Ctrl-C between the two would send a request twice)
+                    _core.write_pending(self._call_fds[w], self._call_out[w])
                 except BrokenPipeError:  # the worker is gone
                     self._check_workers(wait=0.5)
                     raise

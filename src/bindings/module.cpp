@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -775,6 +776,28 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("env"), py::arg("options"), py::arg("string_options"), py::arg("range_options"), py::arg("steps"),
       py::arg("max_episode_steps"), py::arg("next_step") = true);
+
+  // For the Python-env pool's request pipes: writes what a non-blocking fd takes of `pending` (a bytearray)
+  // and deletes that from its front, in one call, so that no signal handler's exception (Ctrl-C) can fall
+  // between the write and the bookkeeping (CPython runs handlers as a call returns): a request written but
+  // still pending would be sent twice, and the rest of one half written would tear the stream. Returns the
+  // bytes left; a full pipe writes nothing (BlockingIOError is not raised), a closed one raises OSError.
+  m.def(
+      "write_pending",
+      [](int fd, py::bytearray pending) {
+        PyObject* buf = pending.ptr();
+        const Py_ssize_t size = PyByteArray_GET_SIZE(buf);
+        if (size == 0) return Py_ssize_t{0};
+        const ssize_t n = ::write(fd, PyByteArray_AS_STRING(buf), static_cast<size_t>(size));
+        if (n < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size;  // the caller waits, and runs handlers
+          PyErr_SetFromErrno(PyExc_OSError);
+          throw py::error_already_set();
+        }
+        if (n > 0 && PySequence_DelSlice(buf, 0, n) != 0) throw py::error_already_set();
+        return size - n;
+      },
+      py::arg("fd"), py::arg("pending"));
 
   // The native envs, for fastvec.registry: each one's metadata and option table.
   m.def("native_envs", [] {
