@@ -52,13 +52,13 @@ register_gymnasium_envs()
 
 
 def _sum_as_numpy() -> None:
-    """The MuJoCo envs' norms sum as this process's numpy does (mujoco_models.numpy_dot_is_fused): the same
-    values as gymnasium's envs on any CPU. Another BLAS than OpenBLAS's two kinds keeps fused sums."""
+    """The MuJoCo envs' norms sum as this process's numpy does (mujoco_models.numpy_dot_kind): the same
+    values as gymnasium's envs on any CPU. Another BLAS than OpenBLAS's kinds keeps fused sums."""
     from fastvec import _core
-    from fastvec.mujoco_models import numpy_dot_is_fused
+    from fastvec.mujoco_models import numpy_dot_kind
 
     if _core.has_mujoco:
-        _core.set_numpy_dot_fused(numpy_dot_is_fused() is not False)
+        _core.set_numpy_dot(numpy_dot_kind() or "fused")
 
 
 _sum_as_numpy()

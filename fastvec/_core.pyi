@@ -55,7 +55,7 @@ def loop_rate(
 def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool
 ) -> float: ...
-def set_numpy_dot_fused(fused: bool) -> None: ...  # only when has_mujoco
+def set_numpy_dot(kind: str) -> None: ...  # only when has_mujoco
 def write_pending(fd: int, pending: bytearray) -> int: ...
 
 class Pool:

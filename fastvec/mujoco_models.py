@@ -58,34 +58,41 @@ def model_path(xml_file: str | os.PathLike[str], what: str = "xml_file") -> Path
     return path
 
 
-# Short vectors (of the lengths the envs take norms of: 2 and 3) whose dot with themselves differs in the last bit
-# between fused multiply-adds and a multiply then an add (tests/test_mujoco.py checks that they do).
-DOT_PROBES = ((0.1, 0.3), (0.1, 0.2, 0.2))
+# The ways numpy's dot (OpenBLAS's ddot) has been seen to sum a short float64 vector with itself: fused
+# multiply-adds in order (numpy 2's OpenBLAS on AVX-512 CPUs), a multiply then an add in order (its AVX2 kernels,
+# AMD Zen's too), and the squares of even and odd positions summed apart, then added (numpy 1.26's OpenBLAS 0.3.23
+# on AVX-512 CPUs). fastvec's MuJoCo envs sum their norms the way numpy does in the process (_core.set_numpy_dot).
+DOT_KINDS = ("fused", "separate", "two_lanes")
+
+# Short vectors (of the lengths the envs take norms of: 2 and 3) whose dot with themselves tells the kinds apart:
+# the 2-vector fused from the others (two_lanes sums 2 values as separate does), the 3-vector all three
+# (tests/test_mujoco.py checks that they do).
+DOT_PROBES = ((0.1, 0.3), (0.1, 0.3, 0.1))
 
 
-def numpy_dot_is_fused() -> bool | None:
-    """How numpy's dot sums a short float64 vector with itself in this process: with fused multiply-adds (True:
-    OpenBLAS's kernels for AVX-512 CPUs), with a multiply then an add (False: its AVX2 kernels, AMD Zen's too), or
-    neither or not the same way for each length (None). gymnasium's MuJoCo envs take ``np.linalg.norm`` (a dot) of
-    2 and 3 positions, so fastvec's envs sum as numpy does here: OpenBLAS chose its kernel for the CPU."""
+def numpy_dot_kind() -> str | None:
+    """How numpy's dot sums a short float64 vector with itself in this process: the one of :data:`DOT_KINDS`
+    that gives its results on every probe, or None (another BLAS). gymnasium's MuJoCo envs take
+    ``np.linalg.norm`` (a dot) of 2 and 3 positions, so fastvec's envs sum as numpy does here: OpenBLAS chose its
+    kernel for the CPU."""
     import numpy as np
 
-    answers = set()
+    kinds = set(DOT_KINDS)
     for v in DOT_PROBES:
-        fused, separate = self_dot_both_ways(v)
         a = np.array(v, dtype=np.float64)
         got = float(a.dot(a))
-        answers.add(True if got == fused else False if got == separate else None)
-    return answers.pop() if len(answers) == 1 else None
+        kinds &= {kind for kind, value in self_dots(v).items() if value == got}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
-def self_dot_both_ways(v: Sequence[float]) -> tuple[float, float]:
-    """The dot of ``v`` with itself summed from 0 in order, with fused multiply-adds and with a multiply then an
-    add: the two roundings :func:`numpy_dot_is_fused` tells apart."""
+def self_dots(v: Sequence[float]) -> dict[str, float]:
+    """The dot of ``v`` with itself summed each of the :data:`DOT_KINDS` ways, from 0."""
     from fractions import Fraction
 
     fused = separate = 0.0
-    for x in v:
+    lanes = [0.0, 0.0]
+    for i, x in enumerate(v):
         fused = float(Fraction(fused) + Fraction(x) * Fraction(x))  # one rounding (float() of a Fraction does)
         separate = separate + x * x
-    return fused, separate
+        lanes[i % 2] = lanes[i % 2] + x * x
+    return {"fused": fused, "separate": separate, "two_lanes": lanes[0] + lanes[1]}

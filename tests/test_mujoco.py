@@ -539,26 +539,26 @@ def test_each_info_mask_is_an_array_of_its_own():
 
 def test_norms_sum_as_this_numpy_does():
     """numpy's dot of a short vector is OpenBLAS's ddot, whose rounding depends on the kernel it picked for the CPU
-    (fused multiply-adds on AVX-512 CPUs, a multiply then an add on AVX2 ones): the probe's vectors tell the two
-    apart, its answer is the one that reproduces numpy's dot on random 2- and 3-vectors here, and fastvec was
-    set to it when imported (the envs' distance_from_origin and Reacher's/Pusher's rewards, compared with
-    gymnasium's above, are those norms)."""
-    from fastvec.mujoco_models import DOT_PROBES, numpy_dot_is_fused, self_dot_both_ways
+    and on OpenBLAS's release (fastvec.mujoco_models.DOT_KINDS): the probe's vectors tell the kinds apart, its
+    answer is the one that reproduces numpy's dot on random 2- and 3-vectors here, and fastvec was set to it when
+    imported (the envs' distance_from_origin and Reacher's/Pusher's rewards, compared with gymnasium's above, are
+    those norms)."""
+    from fastvec.mujoco_models import DOT_KINDS, DOT_PROBES, numpy_dot_kind, self_dots
 
-    for v in DOT_PROBES:
-        fused, separate = self_dot_both_ways(v)
-        assert fused != separate, v
+    two, three = (self_dots(v) for v in DOT_PROBES)
+    assert two["fused"] != two["separate"] == two["two_lanes"], two
+    assert len(set(three.values())) == 3, three
     rng = np.random.default_rng(0)
-    matches = {True: 0, False: 0}
+    matches = dict.fromkeys(DOT_KINDS, 0)
     vectors = [rng.standard_normal(n) * rng.uniform(0.01, 30) for n in (2, 3) for _ in range(300)]
     for a in vectors:
-        fused, separate = self_dot_both_ways(a.tolist())
         got = float(a.dot(a))
-        matches[True] += got == fused
-        matches[False] += got == separate
-    probed = numpy_dot_is_fused()
-    assert probed is not None, "this numpy's dot is neither of OpenBLAS's two roundings"
-    assert matches[probed] == len(vectors) and matches[not probed] < len(vectors), matches
+        for kind, value in self_dots(a.tolist()).items():
+            matches[kind] += got == value
+    probed = numpy_dot_kind()
+    assert probed is not None, f"this numpy's dot sums none of the ways {DOT_KINDS}: {matches}"
+    assert matches[probed] == len(vectors), matches
+    assert all(matches[kind] < len(vectors) for kind in DOT_KINDS if kind != probed), matches  # they differ here
     # Swimmer's info: distance_from_origin is np.linalg.norm of (x_position, y_position), both in the info (with the
     # other rounding about one in ten of these values differs in the last bit: 114 of 1,200 in 300 steps).
     env = fastvec.make("Swimmer-v5", 4, seed=0)

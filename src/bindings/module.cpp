@@ -735,11 +735,20 @@ PYBIND11_MODULE(_core, m) {
   m.attr("has_mujoco") = true;
   m.attr("mujoco_version") = mj_versionString();
   m.def(
-      "set_numpy_dot_fused",
-      [](bool fused) { fastvec::envs::mujoco::numpy_dot_fused.store(fused, std::memory_order_relaxed); },
-      py::arg("fused"),
-      "How numpy's dot sums a short vector in this process (fused multiply-adds or not), for the envs' "
-      "np.linalg.norm; set by fastvec when it is imported.");
+      "set_numpy_dot",
+      [](const std::string& kind) {
+        using fastvec::envs::mujoco::DotKind;
+        const DotKind k = kind == "fused"       ? DotKind::kFused
+                          : kind == "separate"  ? DotKind::kSeparate
+                          : kind == "two_lanes" ? DotKind::kTwoLanes
+                                                : throw py::value_error(
+                                                      "kind must be 'fused', 'separate' or 'two_lanes', got '" +
+                                                      kind + "'");
+        fastvec::envs::mujoco::numpy_dot.store(k, std::memory_order_relaxed);
+      },
+      py::arg("kind"),
+      "How numpy's dot sums a short vector in this process ('fused', 'separate' or 'two_lanes': "
+      "fastvec.mujoco_models.numpy_dot_kind), for the envs' np.linalg.norm; set by fastvec when it is imported.");
 #else
   m.attr("has_mujoco") = false;
 #endif

@@ -86,23 +86,36 @@ inline double sum_of_clipped_squares(const double* a, int64_t n, double lo, doub
                    0, n);
 }
 
-// How numpy's dot (OpenBLAS's ddot) sums a short vector, from 0: OpenBLAS
-// picks its kernel by CPU when it loads, and the one for AVX-512 CPUs
-// (SkylakeX) accumulates a vector shorter than its 16-wide block with fused
-// multiply-adds, the one for AVX2 CPUs (Haswell, also AMD Zen's) with a
-// multiply, then an add. So it is asked of the numpy in the process, once,
-// when fastvec is imported (fastvec/mujoco_models.py, numpy_dot_is_fused),
-// before any env runs; fused until then. Written once, read by every env.
-inline std::atomic<bool> numpy_dot_fused{true};
+// How numpy's dot (OpenBLAS's ddot) sums a short vector: OpenBLAS picks its
+// kernel by CPU when it loads, and kernels differ between its releases.
+// Seen: fused multiply-adds in order (kFused: numpy 2's OpenBLAS on AVX-512
+// CPUs), a multiply then an add in order (kSeparate: its AVX2 kernels, AMD
+// Zen's too), and the squares of even and odd positions summed apart, then
+// added (kTwoLanes: numpy 1.26's OpenBLAS 0.3.23 on AVX-512 CPUs; for 2
+// values the same as kSeparate). So it is asked of the numpy in the process,
+// once, when fastvec is imported (fastvec/mujoco_models.py, numpy_dot_kind),
+// before any env runs; kFused until then. Written once, read by every env.
+enum class DotKind : int { kFused, kSeparate, kTwoLanes };
+inline std::atomic<DotKind> numpy_dot{DotKind::kFused};
 
 // np.linalg.norm(a) of a contiguous float64 vector (2 or 3 values here):
-// sqrt(a.dot(a)), summed as numpy's dot sums it (numpy_dot_fused).
+// sqrt(a.dot(a)), summed as numpy's dot sums it (numpy_dot).
+// (Compiled without contraction: a * a + b is two roundings but where std::fma says one.)
 inline double norm(const double* a, int64_t n) {
   double dot = 0.0;
-  if (numpy_dot_fused.load(std::memory_order_relaxed)) {
-    for (int64_t i = 0; i < n; ++i) dot = std::fma(a[i], a[i], dot);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dot = dot + a[i] * a[i];  // (compiled without contraction: two roundings)
+  switch (numpy_dot.load(std::memory_order_relaxed)) {
+    case DotKind::kFused:
+      for (int64_t i = 0; i < n; ++i) dot = std::fma(a[i], a[i], dot);
+      break;
+    case DotKind::kSeparate:
+      for (int64_t i = 0; i < n; ++i) dot = dot + a[i] * a[i];
+      break;
+    case DotKind::kTwoLanes: {
+      double lane[2] = {0.0, 0.0};
+      for (int64_t i = 0; i < n; ++i) lane[i & 1] = lane[i & 1] + a[i] * a[i];
+      dot = lane[0] + lane[1];
+      break;
+    }
   }
   return std::sqrt(dot);
 }
