@@ -54,7 +54,8 @@
 // reads a worker's clock or moves it (so it never acts on the id of a
 // thread that has ended). A lent worker's affinity from before the lend
 // (`before_lend`) is written by the caller before it sets `lent` (release)
-// and read by the worker after it clears `lent` (acquire).
+// and read by the worker after it clears `lent` (acquire); so are `lender`
+// and `lender_before`.
 
 #include <pthread.h>
 #include <sched.h>
@@ -181,8 +182,10 @@ class CpuSpread {
     // affinity it had before.
     if (stalled->lent.load(std::memory_order_relaxed)) return;
     if (sched_getaffinity(stalled->tid, sizeof(stalled->before_lend), &stalled->before_lend) != 0 ||
-        !CPU_ISSET(cpu, &stalled->before_lend) || CPU_COUNT(&stalled->before_lend) == 1)
+        !CPU_ISSET(cpu, &stalled->before_lend) || CPU_COUNT(&stalled->before_lend) == 1 ||
+        sched_getaffinity(0, sizeof(stalled->lender_before), &stalled->lender_before) != 0)
       return;
+    stalled->lender = gettid();
     cpu_set_t here;
     CPU_ZERO(&here);
     CPU_SET(cpu, &here);
@@ -210,6 +213,8 @@ class CpuSpread {
     bool alive = false;       // under life_mu_
     int64_t watched_cpu_ns = -1;  // the caller's sample
     cpu_set_t before_lend{};  // the worker's affinity when the caller lent it its CPU (see `lent`)
+    pid_t lender = 0;            // the caller that lent it, and that caller's affinity then
+    cpu_set_t lender_before{};
   };
 
   // Called by a worker for its own slot.
@@ -224,7 +229,13 @@ class CpuSpread {
     cpu_set_t here;
     CPU_ZERO(&here);
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &here);
-    undo_move(0, here, s.before_lend);
+    // A user who narrowed the pool's threads while this one was lent (taskset -a: the caller too) may have given
+    // it the very CPU it was lent, which undo_move cannot tell from the lend: what the caller's affinity lost
+    // since, the worker's loses too.
+    cpu_set_t back = s.before_lend, lender_now;
+    if (sched_getaffinity(s.lender, sizeof(lender_now), &lender_now) == 0 && !CPU_EQUAL(&lender_now, &s.lender_before))
+      CPU_AND(&back, &back, &lender_now);
+    if (CPU_COUNT(&back) > 0) undo_move(0, here, back);
   }
 
   // Thread `tid`'s (0: the calling thread's) affinity back from `moved` (what a move set) to `before`, unless it
