@@ -179,10 +179,13 @@ class Pool final : public PoolBase {
     std::lock_guard<std::mutex> lock(api_mu_);
     check_open();
     check_ids(env_ids, n);
+    // A partial reset (observe_others) returns every env's row: nothing may be in flight, listed or not.
+    if (observe_others && in_flight_ > 0)
+      throw UsageError("envs are in flight; receive their results before a partial reset");
     std::vector<uint8_t> listed(cfg_.num_envs, 0);
     for (int k = 0; k < n; ++k) listed[env_ids[k]] = 1;
     for (int e = 0; e < cfg_.num_envs; ++e) {
-      if ((listed[e] || observe_others) && state_[e] == State::kInFlight)
+      if (listed[e] && state_[e] == State::kInFlight)
         throw UsageError("env " + std::to_string(e) + " is in flight; receive its result before resetting it");
       if (observe_others && !listed[e] && state_[e] == State::kFresh)
         throw UsageError("env " + std::to_string(e) + " has never been reset; a partial reset needs every other env reset once");
@@ -235,7 +238,9 @@ class Pool final : public PoolBase {
       if (state_[e] == State::kFresh)
         throw UsageError("env " + std::to_string(e) + " has not been reset; call reset() or async_reset() first");
       if (state_[e] != State::kIdle)
-        throw UsageError("env " + std::to_string(e) + " is in flight: receive its result before rendering it");
+        throw UsageError("env " + std::to_string(e) +
+                         " is in flight (sent, its result not received yet); receive its result before accessing "
+                         "its attributes ('render')");
     }
     wait_blocks_free(env_ids, n);  // the blocks of idle envs are the caller's once no thread runs them
     const size_t bytes = frames ? elements(spec_.render_shape) : obs_size_ * sizeof(Obs);
