@@ -234,7 +234,7 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         else:
             forward = module._forward_inference if plain else module.forward_inference
         runners = self.config.num_env_runners or 1
-        to_env_fn = _action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
+        to_env_fn = action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
         ts = steps = 0
         infer_s = step_s = 0.0
         while ts < num_timesteps:
@@ -337,7 +337,7 @@ def _to_numpy(out: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _action_map(space: gym.Space, normalize: bool, clip: bool) -> Any:
+def action_map(space: gym.Space, normalize: bool, clip: bool) -> Any:
     """What RLlib's ``NormalizeAndClipActions`` does to each env's action, on the whole batch at once:
     Box actions unsquashed from [-1, 1] (``normalize_actions``) or clipped (``clip_actions``), integer
     ones shifted by the space's ``start`` when unsquashing (``unsquash_action``'s own arithmetic)."""

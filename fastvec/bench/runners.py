@@ -458,12 +458,12 @@ class RLlibLoopRunner(Runner):
     def __init__(self, env_id: str, num_envs: int, num_threads: int = 1, timesteps: int = 4000) -> None:
         import torch
 
-        from fastvec.adapters._rllib_runner import FastvecEnvRunner, _action_map
+        from fastvec.adapters._rllib_runner import FastvecEnvRunner, action_map
 
         torch.set_num_threads(1)
         self._runner = FastvecEnvRunner(config=rllib_config(env_id, num_envs, "fastvec", num_threads))
         self._runner.module.eval()
-        self._to_env = _action_map(self._runner.env.single_action_space, True, False)
+        self._to_env = action_map(self._runner.env.single_action_space, True, False)
         self.num_envs = num_envs
         self.steps_per_call = self.timesteps = max(timesteps, num_envs)
         self._obs, _ = self._runner.env.env.reset(seed=0)
