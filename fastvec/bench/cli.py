@@ -28,18 +28,10 @@ import warnings
 from typing import Any
 
 from fastvec.bench import machine, measure, report
+from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import (
-    ATARI,
-    CONTENDERS,
-    Contender,
-    contender,
-    import_packages,
-    is_atari,
-    is_mujoco,
-    select,
-)
+from fastvec.bench.work import ATARI, is_atari, is_mujoco
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fastvec.bench.measure import Cell
 
 if TYPE_CHECKING:
-    from fastvec.bench.runners import Contender
+    from fastvec.bench.contenders import Contender
 
 ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
 
