@@ -5,7 +5,7 @@ gymnasium AsyncVectorEnv, side by side in one run, with one emulator in a C++ lo
     python benchmarks/bench_atari.py --num-envs 8 --seconds 0.5 --reps 1 --no-memory   # smoke run
     python benchmarks/bench_atari.py --contenders 'fastvec-*' 'envpool-*' --json atari.json --verbose
 
-Every contender does the same work (shared/BENCHMARKING.md): Pong, frame skip 4 with max-pooling of the last
+Every contender does the same work: Pong, frame skip 4 with max-pooling of the last
 two frames, 84x84 grayscale (area resize), frame stack 4, up to 30 noops at reset, sticky actions 0.25, no
 episodic life, no reward clipping, no fire reset, 27000 steps (108000 frames) at most per episode, uniformly
 random actions drawn before timing. Throughput counts agent steps/s (one step of one env = one step);

@@ -7,7 +7,7 @@ as the ceiling, and the ratios fastvec's MuJoCo targets are stated in, each mark
     python benchmarks/bench_mujoco.py --all-envs      # gymnasium's eleven MuJoCo v5 envs: ~80 min
     python benchmarks/bench_mujoco.py --envs HalfCheetah --num-envs 8 --seconds 0.3 --reps 1 --no-memory  # smoke run
 
-Every contender does the same work (shared/BENCHMARKING.md): gymnasium's v5 env as gymnasium.make makes it (EnvPool
+Every contender does the same work: gymnasium's v5 env as gymnasium.make makes it (EnvPool
 1.2.5: its own v5 of the env, whose frame skip, observation, action bounds and episode limit equal gymnasium's),
 uniformly random actions within the action bounds drawn before timing (in each contender's action dtype: float32,
 EnvPool float64), episodes ended by the env's own terminations and at its limit (1000 steps; Pusher 100, Reacher

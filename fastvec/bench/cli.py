@@ -1,7 +1,7 @@
 """``fastvec bench``: fastvec against the vector envs users switch from, side by side.
 
 Counts environment steps per second (one step of one env = one step) for each
-contender, env and ``num_envs``, following shared/BENCHMARKING.md: contenders
+contender, env and ``num_envs``, by the rules every fastvec benchmark keeps: contenders
 are interleaved (A B A B ...) over several repetitions, the median and min-max
 are reported, actions are drawn before timing, construction and the first
 reset are excluded, every runner is warmed up, and the machine's load is
