@@ -24,12 +24,14 @@ import logging
 import math
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.wrappers.vector import DictInfoToList
 from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from ray.rllib.connectors.module_to_env import GetActions
 from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
@@ -98,10 +100,18 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
     >>> config.env_runners(env_runner_cls=FastvecEnvRunner)   # fastvec.adapters.rllib.configure sets it
     """
 
+    # What the parent's constructor makes, as it makes them (it declares the first two Optional: None where
+    # there is no env or module, when this runner never samples its own way, see _static_fallback_reason).
+    env: DictInfoToList
+    module: TorchRLModule
+    _env_to_module: ConnectorPipelineV2
+    _module_to_env: ConnectorPipelineV2
+
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        if self._seed is not None and self.num_envs:
-            self._seed = int(self.config.seed + (self.worker_index or 0) * self.num_envs)
+        seed = self.config.seed  # what the parent's self._seed comes from, when it is not None
+        if seed is not None and self.num_envs:
+            self._seed = int(seed + (self.worker_index or 0) * self.num_envs)
             if self.config.in_evaluation:
                 self._seed += 1_000_000
         self._get_actions = GetActions()
@@ -174,18 +184,20 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
                 random_actions=random_actions,
                 force_reset=force_reset,
             )
+        assert num_timesteps is not None
         return self._sample_columns(num_timesteps, explore, random_actions, force_reset)
 
     # -- the fast path --------------------------------------------------------------------------
 
-    def _reset_columns(self) -> None:
+    def _reset_columns(self) -> _Columns:
         """All envs reset (seeded on the first reset): new episodes, as the parent's ``_reset_envs``."""
         self._ongoing_episodes_for_metrics.clear()
-        self._shared_data = {}
+        self._shared_data = {}  # type: ignore[assignment]  # RLlib's EnvRunner declares it None, then sets {}
         obs, infos = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None, options=None)
         self._needs_initial_reset = False
         spaces = self.env.single_observation_space, self.env.single_action_space
         self._cols = _Columns(self.num_envs, obs, infos, time.perf_counter(), *spaces)
+        return self._cols
 
     def _step_env(self, actions: np.ndarray) -> Any:
         """``env.step`` on the wrapper under RLlib's ``DictInfoToList`` (infos stay a dict of arrays, turned
@@ -253,8 +265,7 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             steps += 1
             if results is ENV_STEP_FAILURE:  # make_env() recreated the env (and asks for a seeded reset)
                 ts = 0
-                self._reset_columns()
-                cols = self._cols
+                cols = self._reset_columns()
                 cols.begin(self.config.episode_lookback_horizon)
                 continue
             obs, rewards, terminated, truncated, infos = results
@@ -325,7 +336,7 @@ def _to_numpy(out: dict[str, Any]) -> dict[str, Any]:
     """RLlib's ``convert_to_numpy`` (floats to float32, signed ints to int32) for a flat dict of batched
     tensors, without its tree walk; anything else goes through RLlib's."""
     if not all(isinstance(v, torch.Tensor) and v.dim() > 0 for v in out.values()):
-        return convert_to_numpy(out)
+        return cast(dict[str, Any], convert_to_numpy(out))  # the same structure back
     result = {}
     for k, v in out.items():
         a = v.detach().cpu().numpy()
@@ -440,8 +451,9 @@ class _Columns:
                 # Durations as the parent times them: from the reset (or, in a chunk that continues an
                 # episode, from its first step) to the last step.
                 start = (self.start_time[i] if a == 0 else times[a]) or (times[1] if e > 0 else None)
-                eps._start_time = start
-                eps._last_step_time = times[e] if e > a else None
+                # (RLlib's SingleAgentEpisode declares both None, then sets them itself.)
+                eps._start_time = start  # type: ignore[assignment]
+                eps._last_step_time = times[e] if e > a else None  # type: ignore[assignment]
                 if ended:
                     finished.append((e, i, eps))
                 else:
@@ -490,6 +502,7 @@ class _Columns:
             inf = col["infos"].rows(i, a, e + 1)
         if act is None:  # no steps this call (num_timesteps=0): the lookback only
             space = self.build.act_space
+            assert space.shape is not None  # Box, Discrete or MultiDiscrete (see _static_fallback_reason)
             ac = lb["act"][:0] if k else np.zeros((0, *space.shape), space.dtype)
             rw = lb["rew"][:0] if k else np.zeros(0, np.float32)
             ex: dict[str, np.ndarray] = {}
@@ -502,6 +515,7 @@ class _Columns:
             for key in set(ex) | set(lb["extra"]):
                 before, after = lb["extra"].get(key), ex.get(key)
                 if before is None:
+                    assert after is not None  # the key is this chunk's
                     before = np.zeros((k, *after.shape[1:]), after.dtype)
                 ex[key] = before if after is None else np.concatenate([before, after])
         return self.build(ident, o, inf, ac, rw, flags, ex, t0, k)
@@ -590,10 +604,11 @@ class _EpisodeBuilder:
         eps.id_ = ident
         eps.agent_id = eps.module_id = eps.multi_agent_episode_id = None
         eps.observations = self._buffer(obs, lookback, self.obs_space, structs["obs"])
-        eps._observation_space = self.obs_space
+        # (The constructor's own attributes; RLlib declares the two spaces None and sets them itself.)
+        eps._observation_space = self.obs_space  # type: ignore[assignment]
         eps.infos = self._buffer(infos, lookback, None, none)
         eps.actions = self._buffer(actions, lookback, self.act_space, structs["act"])
-        eps._action_space = self.act_space
+        eps._action_space = self.act_space  # type: ignore[assignment]
         eps.rewards = self._buffer(rewards, lookback, _REWARDS_BOX_SPACE, structs["rew"])
         eps.is_terminated, eps.is_truncated = flags
         eps.extra_model_outputs = {k: self._buffer(v, lookback, None, none) for k, v in extra.items()}
@@ -616,7 +631,7 @@ class _LazyInfos:
     def rows(self, i: int, start: int, stop: int) -> list[dict]:
         if not self._any:
             return [{} for _ in range(start, stop)]
-        out = []
+        out: list[dict] = []
         for r in range(start, stop):
             info = self._rows[r]
             if not info:
