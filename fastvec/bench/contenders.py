@@ -4,6 +4,7 @@ when it cannot run), the table of them all, and picking them by key."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ CONTENDERS = [
             f"fastvec{'-async' if a else ''}-same-step-t{t}",
             f"fastvec {'async' if a else 'sync'}, same-step autoreset, num_threads={t}",
             "fastvec",
-            lambda e, n, t=t, a=a: make_fastvec(e, n, t, a, "same_step"),
+            functools.partial(make_fastvec, num_threads=t, asynchronous=a, autoreset_mode="same_step"),
             needs_batch=a,
         )
         for a in (False, True)

@@ -106,6 +106,7 @@ def _atari_roms() -> list[str]:
 def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
     import gymnasium as gym
 
+    env: gym.vector.VectorEnv
     if is_atari(env_id):
         if mode == "vector_entry_point":
             raise NotAvailable("gymnasium has no vector implementation")

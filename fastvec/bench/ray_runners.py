@@ -3,6 +3,7 @@ FastvecEnvRunner's bare loop, and one Ray actor per env."""
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -142,9 +143,8 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
 
     classic_only(env_id)
     if not ray.is_initialized():
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
 
-    @ray.remote
     class EnvActor:
         def __init__(self, seed: int) -> None:
             self.env = gym.make(env_id)
@@ -156,7 +156,8 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
                 obs, _ = self.env.reset()
             return obs, reward, terminated, truncated
 
-    actors = [EnvActor.remote(i) for i in range(num_envs)]
+    actor = ray.remote(EnvActor)
+    actors: list[Any] = [actor.remote(i) for i in range(num_envs)]  # handles, whose methods Ray makes
     ray.get([a.step.remote(0) for a in actors])
 
     def step(actions: np.ndarray) -> list:

@@ -19,7 +19,7 @@ MUJOCO_ENVS = V5_IDS
 # Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
 # to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
 # clipping, episodes cut at 27,000 steps.
-ATARI = {
+ATARI: dict[str, Any] = {
     "frame_skip": 4,
     "img_height": 84,
     "img_width": 84,
@@ -105,6 +105,7 @@ def _num_actions(env_id: str) -> int:
     import gymnasium as gym
 
     env = gym.make(ale_id(env_id))
-    n = int(env.action_space.n)
+    space = env.action_space
     env.close()
-    return n
+    assert isinstance(space, gym.spaces.Discrete)  # an Atari game's minimal action set
+    return int(space.n)
