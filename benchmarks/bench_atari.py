@@ -5,7 +5,7 @@ gymnasium AsyncVectorEnv, side by side in one run, with one emulator in a C++ lo
     python benchmarks/bench_atari.py --num-envs 8 --seconds 0.5 --reps 1 --no-memory   # smoke run
     python benchmarks/bench_atari.py --contenders 'fastvec-*' 'envpool-*' --json atari.json --verbose
 
-Every contender does the same work (shared/BENCHMARKING.md): Pong, frame skip 4 with max-pooling of the last
+Every contender does the same work: Pong, frame skip 4 with max-pooling of the last
 two frames, 84x84 grayscale (area resize), frame stack 4, up to 30 noops at reset, sticky actions 0.25, no
 episodic life, no reward clipping, no fire reset, 27000 steps (108000 frames) at most per episode, uniformly
 random actions drawn before timing. Throughput counts agent steps/s (one step of one env = one step);
@@ -34,17 +34,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastvec.bench import machine, measure, report, runners
+from fastvec.bench import contenders, machine, measure, report, runners
+from fastvec.bench.fastvec_runners import make_fastvec
+from fastvec.bench.library_runners import make_ale_vector, make_envpool, make_gymnasium, make_sb3
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import ATARI, ATARI_MAX_STEPS
+from fastvec.bench.work import ATARI, ATARI_MAX_STEPS
 
 ENV_ID, GAME = "Pong-v5", "pong"
 DEFAULT_NUM_ENVS = (1, 4, 8, 16, 32)
 MEMORY_NUM_ENVS = 16
 MEMORY_SECONDS = 1.0  # how long the memory probe steps before it reads
-# The contenders and their settings are fastvec bench's (fastvec/bench/runners.py): EnvPool's option names, the
-# ones fastvec takes; every contender gets the same settings in its own names.
+# The contenders and their settings are fastvec bench's (fastvec/bench/contenders.py, work.py): EnvPool's option
+# names, the ones fastvec takes; every contender gets the same settings in its own names.
 FRAME_SKIP = ATARI["frame_skip"]
 
 
@@ -88,7 +90,7 @@ class LoopBaseline(runners.Runner):
 
 
 @dataclass(frozen=True)
-class Contender(runners.Contender):
+class Contender(contenders.Contender):
     """A fastvec bench contender whose label is its group: the table shows the best (highest median)
     contender of each group."""
 
@@ -112,21 +114,21 @@ def _threaded(prefix: str, name: str, package: str, make: Callable[[str, int, in
 
 RAW, PRE = "1 ALE, C++ loop, emulation only", "1 ALE, C++ loop, with preprocessing"
 CONTENDERS = [
-    *_threaded("fastvec", "fastvec", "fastvec", runners.make_fastvec),
-    *_threaded("envpool", "EnvPool", "envpool", runners.make_envpool),
-    *_threaded("ale", "ale-py AtariVectorEnv", "ale_py", runners.make_ale_vector),
+    *_threaded("fastvec", "fastvec", "fastvec", make_fastvec),
+    *_threaded("envpool", "EnvPool", "envpool", make_envpool),
+    *_threaded("ale", "ale-py AtariVectorEnv", "ale_py", make_ale_vector),
     Contender(
         "sb3-subproc",
         "SB3 SubprocVecEnv (fork)",
         "stable_baselines3",
-        lambda e, n: runners.make_sb3(e, n, subprocess=True),
+        lambda e, n: make_sb3(e, n, subprocess=True),
         uses_processes=True,
     ),
     Contender(
         "gym-async",
         "gymnasium AsyncVectorEnv (fork)",
         "gymnasium",
-        lambda e, n: runners.make_gymnasium(e, n, "async"),
+        lambda e, n: make_gymnasium(e, n, "async"),
         uses_processes=True,
     ),
     Contender("loop-raw", RAW, "fastvec", lambda e, n: LoopBaseline(False), baseline=True),
@@ -320,7 +322,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--memory-probe", metavar="KEY", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     measure.check_grid_arguments(p, args)
-    args.chosen = runners.select(CONTENDERS, args.contenders)
+    args.chosen = contenders.select(CONTENDERS, args.contenders)
     if not args.chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(BY_KEY)}")
     return args
@@ -332,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_probe:
         measure.memory_probe(lambda: BY_KEY[args.memory_probe].make(ENV_ID, args.memory_envs), MEMORY_SECONDS)
         return 0
-    runners.import_packages(args.chosen)  # up front, so no import lands in a timed loop or in a forked worker
+    contenders.import_packages(args.chosen)  # up front, so no import lands in a timed loop or in a forked worker
 
     command = "python benchmarks/bench_atari.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     versions = machine.versions()

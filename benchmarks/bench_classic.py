@@ -17,7 +17,7 @@ import sys
 import time
 import warnings
 
-from fastvec.bench import machine, measure, report, runners
+from fastvec.bench import contenders, machine, measure, report
 from fastvec.bench.cli import DEFAULT_NUM_ENVS
 
 ENV_ID = "CartPole-v1"
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = p.parse_args(argv)
     args.warmup = min(0.5, args.seconds / 4)
-    chosen = [c for c in runners.select(runners.CONTENDERS, args.contenders) if c.key in KEYS]
+    chosen = [c for c in contenders.select(contenders.CONTENDERS, args.contenders) if c.key in KEYS]
     if not chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(KEYS)}")
     warnings.filterwarnings("ignore")

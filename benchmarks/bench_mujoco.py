@@ -7,7 +7,7 @@ as the ceiling, and the ratios fastvec's MuJoCo targets are stated in, each mark
     python benchmarks/bench_mujoco.py --all-envs      # gymnasium's eleven MuJoCo v5 envs: ~80 min
     python benchmarks/bench_mujoco.py --envs HalfCheetah --num-envs 8 --seconds 0.3 --reps 1 --no-memory  # smoke run
 
-Every contender does the same work (shared/BENCHMARKING.md): gymnasium's v5 env as gymnasium.make makes it (EnvPool
+Every contender does the same work: gymnasium's v5 env as gymnasium.make makes it (EnvPool
 1.2.5: its own v5 of the env, whose frame skip, observation, action bounds and episode limit equal gymnasium's),
 uniformly random actions within the action bounds drawn before timing (in each contender's action dtype: float32,
 EnvPool float64), episodes ended by the env's own terminations and at its limit (1000 steps; Pusher 100, Reacher
@@ -46,10 +46,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastvec.bench import machine, measure, report, runners
+from fastvec.bench import contenders, machine, measure, report
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
 from fastvec.bench.report import projection_threads
+from fastvec.bench.work import MUJOCO_ENVS
 
 DEFAULT_ENVS = ("HalfCheetah-v5", "Hopper-v5", "Ant-v5", "Humanoid-v5")
 DEFAULT_NUM_ENVS = (1, 8, 32)
@@ -64,7 +65,7 @@ FAST_VS_ENVPOOL = (
     "Reacher-v5",
 )
 
-# Each row of the throughput table is a group of fastvec bench contenders (fastvec/bench/runners.py), shown at its
+# Each row of the throughput table is a group of fastvec bench contenders (fastvec/bench/contenders.py), shown at its
 # best num_threads. fastvec's default-threads variants ("fastvec", "fastvec-async") adapt to the load and repeat
 # num_threads 1 or 2, so they run only when asked for with --contenders.
 FV_SYNC, FV_ASYNC, EP_SYNC, EP_ASYNC = "fastvec sync", "fastvec async", "EnvPool sync", "EnvPool async"
@@ -152,7 +153,7 @@ def throughput_table(groups: list[str], sizes: list[int], grid: dict[int, dict[s
     return rows
 
 
-def per_key_table(chosen: list[runners.Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> list[str]:
+def per_key_table(chosen: list[contenders.Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> list[str]:
     rows = ["| contender | " + " | ".join(f"num_envs={n}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
     for c in chosen:
         rows.append(f"| {c.key} | " + " | ".join(format_cell(c.key, grid[n][c.key], False) for n in sizes) + " |")
@@ -313,7 +314,7 @@ def memory_table(memory: dict[str, dict[str, Any]], num_envs: int) -> list[str]:
 # -- main ------------------------------------------------------------------------
 
 
-def measure_memory(c: runners.Contender, env_id: str, num_envs: int) -> dict[str, Any]:
+def measure_memory(c: contenders.Contender, env_id: str, num_envs: int) -> dict[str, Any]:
     """RSS and PSS over every process of one contender, built and stepped in a fresh interpreter."""
     reason = c.skip_reason(num_envs)
     if reason:
@@ -326,8 +327,8 @@ def measure_memory(c: runners.Contender, env_id: str, num_envs: int) -> dict[str
 def env_id_of(name: str) -> str:
     """A MuJoCo env id from its id or its name without the version ("Swimmer")."""
     env_id = name if name.endswith("-v5") else f"{name}-v5"
-    if env_id not in runners.MUJOCO_ENVS:
-        raise argparse.ArgumentTypeError(f"{name!r} is not one of {', '.join(runners.MUJOCO_ENVS)}")
+    if env_id not in MUJOCO_ENVS:
+        raise argparse.ArgumentTypeError(f"{name!r} is not one of {', '.join(MUJOCO_ENVS)}")
     return env_id
 
 
@@ -339,7 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         nargs="+",
         default=list(DEFAULT_ENVS),
         metavar="ENV",
-        help="MuJoCo env ids or names (default: %(default)s); any of: " + ", ".join(runners.MUJOCO_ENVS),
+        help="MuJoCo env ids or names (default: %(default)s); any of: " + ", ".join(MUJOCO_ENVS),
     )
     p.add_argument("--all-envs", action="store_true", help="all eleven MuJoCo envs (overrides --envs)")
     measure.add_grid_arguments(
@@ -353,10 +354,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     measure.check_grid_arguments(p, args)
     if args.all_envs:
-        args.envs = list(runners.MUJOCO_ENVS)
+        args.envs = list(MUJOCO_ENVS)
     args.envs = list(dict.fromkeys(args.envs))
-    candidates = [runners.contender(k) for k in KEYS]
-    args.chosen = runners.select(candidates, args.contenders)
+    candidates = [contenders.contender(k) for k in KEYS]
+    args.chosen = contenders.select(candidates, args.contenders)
     if not args.chosen:
         p.error(f"--contenders matched nothing; keys are: {', '.join(KEYS)}")
     return args
@@ -430,7 +431,7 @@ def env_section(args: argparse.Namespace, env_id: str, res: dict[str, Any], size
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")  # gymnasium and EnvPool warn on every construction
-    runners.import_packages(args.chosen)  # up front, so no import lands in a timed loop or in a forked worker
+    contenders.import_packages(args.chosen)  # up front, so no import lands in a timed loop or in a forked worker
 
     command = "python benchmarks/bench_mujoco.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     here = machine.describe()

@@ -24,9 +24,9 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 
-from fastvec.bench import machine, measure
+from fastvec.bench import machine
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import SyncRunner
+from fastvec.bench.runners import SyncRunner, measure
 
 HEAVY_ITERATIONS = 24
 SLEEP_SECONDS = 0.005
@@ -162,7 +162,7 @@ def measure_fresh(factory, env_fn, n: int, seconds: float) -> dict:
         deadline = time.perf_counter() + WARMUP_SECONDS
         while time.perf_counter() < deadline:
             runner.run(1)
-        return measure.measure(runner, CHUNK, seconds)
+        return measure(runner, CHUNK, seconds)
     finally:
         runner.close()
 

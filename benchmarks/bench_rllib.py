@@ -13,7 +13,7 @@ FastvecEnvRunner with 1 and 2 pool threads, and the "loop only" ceiling: Fastvec
 (forward pass, actions, pool step) with no episodes built, 1 thread. Pong does the same env work
 everywhere: RLlib's wrap_atari_for_new_api_stack (sticky actions 0.25, noops, frame skip 4, 84x84 gray, 4
 frames, a life per episode, FIRE at reset) and fastvec with those options
-(fastvec.bench.runners.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
+(fastvec.bench.ray_runners.RLLIB_ATARI). Contenders are interleaved; the median and min-max of --reps
 repetitions are reported, as env steps/s.
 """
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from fastvec.bench import measure
 from fastvec.bench.machine import cpu_model
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import RLlibLoopRunner, RLlibRunner
+from fastvec.bench.ray_runners import RLlibLoopRunner, RLlibRunner
+from fastvec.bench.runners import measure
 
 CONTENDERS = {
     "default": ("RLlib default", lambda e, n, ts: RLlibRunner(e, n, "default", timesteps=ts)),
@@ -40,7 +40,7 @@ def measure_fresh(key: str, env_id: str, num_envs: int, seconds: float, timestep
     """A fresh EnvRunner, one sample() call to warm up, then sample() calls for ``seconds``."""
     runner = CONTENDERS[key][1](env_id, num_envs, timesteps)
     try:
-        return measure.measure(runner, 1, seconds)
+        return measure(runner, 1, seconds)
     finally:
         runner.close()
 

@@ -7,7 +7,7 @@ them), and the fraction of the training loop spent in the vector env.
 
 CartPole: PPO with rl-zoo's settings (n_steps=32, batch_size=256, n_epochs=20, MlpPolicy 64x64).
 Pong: PPO CnnPolicy with rl-zoo's Atari settings (n_steps=128, batch_size=256, n_epochs=4); every
-contender does the same Atari work (fastvec.bench.runners.ATARI: sticky actions 0.25, noops, frame skip 4,
+contender does the same Atari work (fastvec.bench.work.ATARI: sticky actions 0.25, noops, frame skip 4,
 84x84 gray, 4 frames). torch on one thread, or with --torch-threads default at torch's own count (one per
 core: the learner and the pool then share the cores, as they do when a user trains). fastvec runs at its
 default threads (which adapt to the load) and at num_threads=1. PPO learns in rollout-sized chunks for --seconds per
@@ -27,7 +27,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 
 import fastvec
-from fastvec.bench.runners import make_sb3
+from fastvec.bench.library_runners import make_sb3
 
 
 class EnvTimer(VecEnvWrapper):

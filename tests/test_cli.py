@@ -243,9 +243,9 @@ def test_bench_never_loads_the_mujoco_bindings_where_it_measures_fastvec(tmp_pat
     run in the bench's process. Those rows now step in processes of their own, and are timed there."""
     code = """
 import sys
-from fastvec.bench import runners
+from fastvec.bench import contenders
 for key in ("gym-sync", "gym-async", "sb3-dummy"):
-    runner = runners.contender(key).build("Hopper-v5", 2)
+    runner = contenders.contender(key).build("Hopper-v5", 2)
     runner.warm_up(0.02)
     assert runner.timed(0.05)["steps_per_s"] > 0 and runner.steps_per_call == 2
     runner.close()
@@ -258,12 +258,12 @@ print("mujoco" in sys.modules)
 
 def test_bench_sweeps_mujoco_at_1_8_32_envs_and_never_takes_it_for_atari():
     """MuJoCo ids end in -v5 like Atari's: they were taken for Atari games (Atari's settings, its sweep)."""
-    from fastvec.bench import cli, runners
+    from fastvec.bench import cli, work
 
     args = cli.parse_args(["--envs", "Hopper-v5", "Pong-v5", "CartPole-v1"])
     assert cli.sizes_of(args, "Hopper-v5") == [1, 8, 32]
     assert cli.sizes_of(args, "CartPole-v1") == [1, 8, 256, 4096]
-    assert runners.is_mujoco("Hopper-v5") and not runners.is_atari("Hopper-v5") and runners.is_atari("Pong-v5")
+    assert work.is_mujoco("Hopper-v5") and not work.is_atari("Hopper-v5") and work.is_atari("Pong-v5")
     assert cli.sizes_of(cli.parse_args(["--envs", "Hopper-v5", "--num-envs", "4"]), "Hopper-v5") == [4]
 
 
@@ -273,11 +273,11 @@ def test_mujoco_actions_are_the_same_draws_within_each_contenders_box():
     import gymnasium as gym
     import numpy as np
 
-    from fastvec.bench import runners
+    from fastvec.bench import work
 
-    f32 = runners._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float32), 3)
-    f64 = runners._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float64), 3)
-    assert f32.shape == f64.shape == (runners.NUM_ACTION_ROWS, 3, 17)
+    f32 = work._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float32), 3)
+    f64 = work._box_actions(gym.spaces.Box(-0.4, 0.4, (17,), np.float64), 3)
+    assert f32.shape == f64.shape == (work.NUM_ACTION_ROWS, 3, 17)
     assert f32.dtype == np.float32 and f64.dtype == np.float64
     assert f32.min() >= np.float32(-0.4) and f32.max() <= np.float32(0.4) and abs(f64).max() <= 0.4
     np.testing.assert_allclose(f32, f64, atol=1e-7)
@@ -337,12 +337,12 @@ def test_bench_mujoco_script_prints_every_row_and_the_targets(tmp_path):
         assert f"| {row}" in table, row
     assert "| target | met | below target | not measured |" in table
     assert "<= EnvPool's (its smallest) | not measured (--no-memory) |" in table
-    from fastvec.bench import runners
+    from fastvec.bench import contenders
 
     cells = json.loads(out.read_text())["envs"]["Hopper-v5"]["results"]["2"]
     assert {"fastvec-t2", "fastvec-async-same-step-t2", "envpool-async-t2", "sb3-subproc", "ceiling-t2"} <= set(cells)
     for key, cell in cells.items():
-        status = _status_if_installed(runners.contender(key).package)
+        status = _status_if_installed(contenders.contender(key).package)
         assert cell["status"] == status, (key, cell["status"])
         if status == "ok":
             assert cell["median_steps_per_s"] > 0, key

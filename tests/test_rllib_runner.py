@@ -367,7 +367,7 @@ def test_the_episode_builder_sets_what_rllibs_constructor_sets():
     import gymnasium as gym
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    from fastvec.adapters._rllib_runner import _EpisodeBuilder
+    from fastvec.adapters._rllib_columns import _EpisodeBuilder
 
     obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2)
     rng = np.random.default_rng(0)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -51,6 +51,9 @@ try:
     from fastvec.adapters._rllib_runner import FastvecEnvRunner
 except ImportError as e:  # pragma: no cover - exercised only without Ray
     raise ImportError('fastvec.rllib_env needs RLlib: pip install "ray[rllib]"') from e
+
+if TYPE_CHECKING:
+    import fastvec.vector
 
 __all__ = ["FastvecEnvRunner", "NormalizedImages", "OldStackVectorEnv", "configure", "configure_old_stack", "rllib_env"]
 
@@ -107,7 +110,8 @@ class NormalizedImages(gym.vector.VectorObservationWrapper):
         self.single_observation_space = gym.spaces.Box(-1.0, 1.0, shape, np.float32)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
-    def observations(self, observations: np.ndarray) -> np.ndarray:
+    # (gymnasium types this method with an ObsType its VectorObservationWrapper does not bind.)
+    def observations(self, observations: np.ndarray) -> np.ndarray:  # type: ignore[override]
         out = observations.astype(np.float32)
         out *= 1 / 128  # a power of two: the same as dividing
         out -= 1.0
@@ -293,7 +297,7 @@ class OldStackVectorEnv(VectorEnv):
     >>> env = OldStackVectorEnv(fastvec.make("CartPole-v1", 8, autoreset_mode="disabled"))
     """
 
-    def __init__(self, pool: gym.vector.VectorEnv) -> None:
+    def __init__(self, pool: fastvec.vector.VectorEnv) -> None:
         mode = pool.metadata.get("autoreset_mode")
         if mode is not gym.vector.AutoresetMode.DISABLED:
             raise ValueError(f"OldStackVectorEnv needs a pool made with autoreset_mode='disabled', got {mode!r}")
@@ -301,7 +305,7 @@ class OldStackVectorEnv(VectorEnv):
         self.pool = pool
 
     def vector_reset(
-        self, *, seeds: list[int | None] | None = None, options: list[dict] | None = None
+        self, *, seeds: Sequence[int | None] | None = None, options: list[dict] | None = None
     ) -> tuple[list[Any], list[dict]]:
         seed = list(seeds) if seeds is not None and all(s is not None for s in seeds) else None
         obs, info = self.pool.reset(seed=seed)
@@ -330,6 +334,8 @@ class OldStackVectorEnv(VectorEnv):
 
 class _PoolBaseEnv(VectorEnvWrapper):
     """RLlib's VectorEnvWrapper; ``stop()`` closes the pool."""
+
+    vector_env: OldStackVectorEnv
 
     def stop(self) -> None:
         self.vector_env.pool.close()

@@ -343,10 +343,15 @@ class TianshouVectorEnv:
             return obs
         return _object_array([_row(self.env.single_observation_space, obs, i) for i in range(n)])
 
-    def _empty(self) -> tuple[np.ndarray, ...]:
+    def _empty(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         space = self.env.single_observation_space
+        if self._structured:
+            obs = _object_array([])
+        else:
+            assert space.shape is not None  # not a Dict or Tuple space
+            obs = np.empty((0, *space.shape), dtype=space.dtype)
         return (
-            _object_array([]) if self._structured else np.empty((0, *space.shape), dtype=space.dtype),
+            obs,
             np.empty(0, dtype=np.float32),
             np.empty(0, dtype=np.bool_),
             np.empty(0, dtype=np.bool_),

@@ -1,7 +1,7 @@
 """``fastvec bench``: fastvec against the vector envs users switch from, side by side.
 
 Counts environment steps per second (one step of one env = one step) for each
-contender, env and ``num_envs``, following shared/BENCHMARKING.md: contenders
+contender, env and ``num_envs``, by the rules every fastvec benchmark keeps: contenders
 are interleaved (A B A B ...) over several repetitions, the median and min-max
 are reported, actions are drawn before timing, construction and the first
 reset are excluded, every runner is warmed up, and the machine's load is
@@ -28,18 +28,10 @@ import warnings
 from typing import Any
 
 from fastvec.bench import machine, measure, report
+from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.runners import (
-    ATARI,
-    CONTENDERS,
-    Contender,
-    contender,
-    import_packages,
-    is_atari,
-    is_mujoco,
-    select,
-)
+from fastvec.bench.work import ATARI, is_atari, is_mujoco
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)

@@ -1,5 +1,6 @@
-"""How a runner is timed and how its memory is taken: warm-up and chunked timing, interleaved repetitions
-over several contenders at one num_envs, and a memory probe in a fresh interpreter."""
+"""Measuring contenders: interleaved repetitions over several of them at one num_envs (each timed as
+:mod:`fastvec.bench.runners` times a runner), a memory probe in a fresh interpreter, and the command-line
+options of a benchmark over such a grid."""
 
 from __future__ import annotations
 
@@ -15,51 +16,11 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fastvec.bench.machine import BUSY_OTHER_SHARE, CpuShare, tree_memory
-
-if TYPE_CHECKING:
-    from fastvec.bench.runners import Contender, Runner
-
-CHUNK_SECONDS = 0.01  # the timer is read once per chunk of calls, not per call
-
-
-class NotAvailable(Exception):
-    """The contender cannot run this env (shown in the table as the message)."""
-
-
-def calibrate(runner: Runner, warmup_seconds: float) -> int:
-    """Warms the runner up and returns a chunk size whose calls take about CHUNK_SECONDS."""
-    chunk, per_call = 1, 0.0
-    start = time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        runner.run(chunk)
-        t1 = time.perf_counter()
-        per_call = (t1 - t0) / chunk
-        if t1 - start >= warmup_seconds and t1 - t0 >= CHUNK_SECONDS / 2:
-            break
-        if t1 - t0 < CHUNK_SECONDS:
-            chunk *= 2
-    return max(1, int(CHUNK_SECONDS / max(per_call, 1e-9)))
-
-
-def measure(runner: Runner, chunk: int, seconds: float) -> dict[str, Any]:
-    """Steps in chunks of ``chunk`` calls for ``seconds``: steps/s, µs per call, other processes' CPU share."""
-    runner.run(chunk)  # re-warm caches after the other contenders ran
-    share = CpuShare()
-    steps = calls = 0
-    start = time.perf_counter()
-    deadline = start + seconds
-    while True:
-        steps += runner.run(chunk)
-        calls += chunk
-        now = time.perf_counter()
-        if now >= deadline:
-            break
-    elapsed = now - start
-    return {"steps_per_s": steps / elapsed, "us_per_call": elapsed / calls * 1e6, "other_cpu": share.other()}
+from fastvec.bench.contenders import Contender
+from fastvec.bench.machine import BUSY_OTHER_SHARE, tree_memory
+from fastvec.bench.runners import NotAvailable, Runner
 
 
 @dataclass
@@ -81,7 +42,7 @@ class Cell:
         return statistics.median(self.steps_per_s) if self.steps_per_s else None
 
     def add(self, m: dict[str, Any]) -> None:
-        """Records one measurement (:func:`measure`'s dict)."""
+        """Records one measurement (:func:`fastvec.bench.runners.measure`'s dict)."""
         self.steps_per_s.append(m["steps_per_s"])
         self.us_per_call.append(m["us_per_call"])
         self.other_cpu.append(m["other_cpu"])

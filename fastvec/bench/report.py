@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fastvec.bench.measure import Cell
 
 if TYPE_CHECKING:
-    from fastvec.bench.runners import Contender
+    from fastvec.bench.contenders import Contender
 
 ROUND_TRIP_KEYS = ("fastvec", "envpool-t1", "envpool-t2")
 
@@ -109,7 +109,8 @@ def ratio_table(contenders: list[Contender], sizes: list[int], grid: dict[int, d
 
 def spread(a: Cell, b: Cell) -> tuple[float, float, float]:
     """a over b: median over median, and the worst and best case (min over max, max over min)."""
-    return a.median / b.median, min(a.steps_per_s) / max(b.steps_per_s), max(a.steps_per_s) / min(b.steps_per_s)
+    a_s, b_s = a.steps_per_s, b.steps_per_s
+    return statistics.median(a_s) / statistics.median(b_s), min(a_s) / max(b_s), max(a_s) / min(b_s)
 
 
 @dataclass
@@ -213,9 +214,9 @@ def plot(
         return False
     fig, ax = plt.subplots(figsize=(8, 5))
     for c in contenders:
-        xs = [n for n in sizes if grid[n][c.key].median]
-        if xs:
-            ax.plot(xs, [grid[n][c.key].median for n in xs], marker="o", label=c.label)
+        medians = {n: m for n in sizes if (m := grid[n][c.key].median)}
+        if medians:
+            ax.plot(list(medians), list(medians.values()), marker="o", label=c.label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])

@@ -1,0 +1,170 @@
+"""RLlib and Ray: RLlib's EnvRunner.sample() (on gymnasium's envs, on a fastvec pool, or FastvecEnvRunner),
+FastvecEnvRunner's bare loop, and one Ray actor per env."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from fastvec.bench.runners import Runner, SyncRunner
+from fastvec.bench.work import (
+    ATARI,
+    ATARI_MAX_STEPS,
+    ale_id,
+    classic_only,
+    discrete_actions,
+    gym_atari_kwargs,
+    is_atari,
+)
+
+# RLlib's own Atari pipeline (wrap_atari_for_new_api_stack) loses a life per episode and presses FIRE at
+# reset; its fastvec runs do the same. Its frames are channel-last, float32 x / 128 - 1 (fastvec's RLlib
+# adapter gives them so).
+RLLIB_ATARI = {**ATARI, "episodic_life": True, "use_fire_reset": True, "max_episode_steps": ATARI_MAX_STEPS}
+
+
+def _rllib_atari_default(env_id: str) -> str:
+    """Registers RLlib's standard Atari env (ALE single frames in wrap_atari_for_new_api_stack, 84x84,
+    4 frames) with Ray Tune; returns its name."""
+    from ray.tune.registry import register_env
+
+    game = ale_id(env_id)
+    kwargs = {k: v for k, v in gym_atari_kwargs().items() if k != "max_num_frames_per_episode"}
+
+    def creator(config: dict[str, Any]) -> Any:
+        import gymnasium as gym
+        from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+        return wrap_atari_for_new_api_stack(
+            gym.make(game, **kwargs), dim=ATARI["img_height"], framestack=ATARI["stack_num"]
+        )
+
+    name = f"rllib-atari-{env_id}"
+    register_env(name, creator)
+    return name
+
+
+class RLlibRunner(Runner):
+    """RLlib's EnvRunner.sample() as RLlib's algorithms call it (new API stack, PPO's default torch module:
+    the policy's forward pass is in the loop, as in training): ``timesteps`` env steps per call, then
+    ``get_metrics()``, as ``synchronous_parallel_sample`` does. ``runner``: "default" (RLlib's runner and
+    vectorization: gymnasium's SyncVectorEnv over gymnasium's env; for Atari, RLlib's own Atari
+    wrappers), "stock" (RLlib's SingleAgentEnvRunner on a fastvec pool), "fastvec" (FastvecEnvRunner)."""
+
+    def __init__(
+        self, env_id: str, num_envs: int, runner: str = "fastvec", num_threads: int = 1, timesteps: int = 4000
+    ) -> None:
+        import torch
+        from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+        torch.set_num_threads(1)
+        config = rllib_config(env_id, num_envs, runner, num_threads)
+        cls = config.env_runner_cls or SingleAgentEnvRunner
+        self._runner = cls(config=config)
+        self.steps_per_call = self.timesteps = max(timesteps, num_envs)
+        self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
+        self._runner.get_metrics()
+
+    def run(self, calls: int) -> int:
+        steps = 0
+        for _ in range(calls):
+            episodes = self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
+            self._runner.get_metrics()
+            steps += sum(len(e) for e in episodes)
+        return steps
+
+    def close(self) -> None:
+        self._runner.stop()
+
+
+def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) -> Any:
+    """PPO's config for one local EnvRunner of ``num_envs`` envs (see RLlibRunner for ``runner``)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    config = PPOConfig().framework("torch").debugging(seed=0)
+    atari = is_atari(env_id)
+    if runner == "default":
+        config.environment(_rllib_atari_default(env_id) if atari else env_id)
+        config.env_runners(num_envs_per_env_runner=num_envs)
+    else:
+        from fastvec.adapters._rllib_runner import FastvecEnvRunner
+        from fastvec.adapters.rllib import configure
+
+        cls = FastvecEnvRunner if runner == "fastvec" else None
+        options = RLLIB_ATARI if atari else {}
+        configure(config, env_id, num_envs=num_envs, num_threads=num_threads, env_runner_cls=cls, **options)
+    return config.env_runners(num_env_runners=0)
+
+
+class RLlibLoopRunner(Runner):
+    """The ceiling of any EnvRunner on fastvec: FastvecEnvRunner's own batched loop (its forward pass and
+    actions, the pool's step) with no episodes built and no metrics kept."""
+
+    def __init__(self, env_id: str, num_envs: int, num_threads: int = 1, timesteps: int = 4000) -> None:
+        import torch
+
+        from fastvec.adapters._rllib_runner import FastvecEnvRunner, action_map
+
+        torch.set_num_threads(1)
+        self._runner = FastvecEnvRunner(config=rllib_config(env_id, num_envs, "fastvec", num_threads))
+        self._runner.module.eval()
+        self._to_env = action_map(self._runner.env.single_action_space, True, False)
+        self.num_envs = num_envs
+        self.steps_per_call = self.timesteps = max(timesteps, num_envs)
+        self._obs, _ = self._runner.env.env.reset(seed=0)
+        self.run(1)
+
+    def run(self, calls: int) -> int:
+        runner, env = self._runner, self._runner.env.env
+        forward = runner.module._forward_exploration
+        obs, steps = self._obs, 0
+        for _ in range(calls * (self.timesteps // self.num_envs)):
+            _, actions, _ = runner._policy(obs, forward, True, 0, self._to_env)
+            obs = env.step(actions)[0]
+            steps += self.num_envs
+        self._obs = obs
+        return steps
+
+    def close(self) -> None:
+        self._runner.stop()
+
+
+def make_rllib(env_id: str, num_envs: int, runner: str) -> Runner:
+    return RLlibRunner(env_id, num_envs, runner)
+
+
+def make_ray_actors(env_id: str, num_envs: int) -> Runner:
+    """One Ray actor per env, stepped with ray.get: what a naive Ray user would write."""
+    import gymnasium as gym
+    import ray
+
+    classic_only(env_id)
+    if not ray.is_initialized():
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+
+    class EnvActor:
+        def __init__(self, seed: int) -> None:
+            self.env = gym.make(env_id)
+            self.env.reset(seed=seed)
+
+        def step(self, action: int) -> tuple:
+            obs, reward, terminated, truncated, _ = self.env.step(action)
+            if terminated or truncated:
+                obs, _ = self.env.reset()
+            return obs, reward, terminated, truncated
+
+    actor = ray.remote(EnvActor)
+    actors: list[Any] = [actor.remote(i) for i in range(num_envs)]  # handles, whose methods Ray makes
+    ray.get([a.step.remote(0) for a in actors])
+
+    def step(actions: np.ndarray) -> list:
+        return ray.get([a.step.remote(int(x)) for a, x in zip(actors, actions, strict=True)])
+
+    def close() -> None:
+        for a in actors:
+            ray.kill(a)
+
+    return SyncRunner(actors, step, discrete_actions(num_envs, np.int64), num_envs, close)

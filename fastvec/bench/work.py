@@ -1,0 +1,111 @@
+"""The work every contender does, so that their rows compare: which envs (classic control, gymnasium's MuJoCo v5,
+Atari), Atari's settings, and the uniformly random actions each draws before timing."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from fastvec.bench.runners import NotAvailable
+from fastvec.mujoco_models import V5_IDS
+
+CLASSIC_ENVS = ("CartPole-v1",)
+# gymnasium's MuJoCo v5 envs: fastvec runs them natively, and EnvPool 1.2.5 has each as the same v5 (frame skip,
+# observation, action bounds and episode limit checked equal to gymnasium's: 1000 steps, Pusher 100, Reacher 50).
+# Every contender steps the env as gymnasium makes it, with uniformly random actions within its bounds.
+MUJOCO_ENVS = V5_IDS
+# Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
+# to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
+# clipping, episodes cut at 27,000 steps.
+ATARI: dict[str, Any] = {
+    "frame_skip": 4,
+    "img_height": 84,
+    "img_width": 84,
+    "gray_scale": True,
+    "stack_num": 4,
+    "noop_max": 30,
+    "repeat_action_probability": 0.25,
+    "episodic_life": False,
+    "reward_clip": False,
+    "use_fire_reset": False,
+    "full_action_space": False,
+}
+ATARI_MAX_STEPS = 27_000
+NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
+
+
+def is_mujoco(env_id: str) -> bool:
+    return env_id in MUJOCO_ENVS
+
+
+def is_atari(env_id: str) -> bool:
+    return env_id not in CLASSIC_ENVS and not is_mujoco(env_id) and env_id.endswith("-v5")
+
+
+def classic_only(env_id: str) -> None:
+    if env_id not in CLASSIC_ENVS:
+        raise NotAvailable("not wired for this env")
+
+
+def gymnasium_env_only(env_id: str) -> None:
+    """Refuses Atari, whose preprocessing each library wires its own way (the Python-env pool is not wired for
+    it); classic control and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work everywhere."""
+    if env_id not in CLASSIC_ENVS and not is_mujoco(env_id):
+        raise NotAvailable("not wired for this env")
+
+
+def ale_id(env_id: str) -> str:
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    return f"ALE/{env_id}"
+
+
+def gym_atari_kwargs() -> dict[str, Any]:
+    """ALE/<Game>-v5 stepping single frames: the wrappers do the frame skip, as gymnasium's docs say."""
+    return {
+        "frameskip": 1,
+        "repeat_action_probability": ATARI["repeat_action_probability"],
+        "full_action_space": ATARI["full_action_space"],
+        "max_num_frames_per_episode": ATARI_MAX_STEPS * 4,
+    }
+
+
+def discrete_actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1") -> np.ndarray:
+    """Uniformly random actions, drawn before timing (CartPole: 2 actions; an Atari game: its minimal set)."""
+    rng = np.random.default_rng(12345)
+    return rng.integers(0, _num_actions(env_id), size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
+
+
+def _box_actions(space: Any, num_envs: int) -> np.ndarray:
+    """Uniformly random continuous actions within ``space`` (a Box), in its dtype, drawn before timing.
+
+    Each contender draws from its own action space, so that its memory probe loads no other library's env;
+    the spaces are all gymnasium's (EnvPool's bounds equal them in float64) and the stream is the same.
+    """
+    rng = np.random.default_rng(12345)
+    low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+    u = rng.random((NUM_ACTION_ROWS, num_envs, *space.shape))
+    return np.clip(low + u * (high - low), low, high).astype(space.dtype)
+
+
+def actions_for(env_id: str, space: Any, num_envs: int, discrete: type) -> np.ndarray:
+    """A contender's actions: within its Box (in the Box's dtype) for MuJoCo, else :func:`discrete_actions` in
+    ``discrete``."""
+    return _box_actions(space, num_envs) if is_mujoco(env_id) else discrete_actions(num_envs, discrete, env_id)
+
+
+@functools.cache
+def _num_actions(env_id: str) -> int:
+    if not is_atari(env_id):
+        return 2
+    import gymnasium as gym
+
+    env = gym.make(ale_id(env_id))
+    space = env.action_space
+    env.close()
+    assert isinstance(space, gym.spaces.Discrete)  # an Atari game's minimal action set
+    return int(space.n)
