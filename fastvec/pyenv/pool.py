@@ -15,7 +15,7 @@ of its arguments (:mod:`fastvec.pyenv.arguments`).
 
 One caller at a time (:mod:`fastvec.pyenv.gate`): every public call holds ``_busy``, and the pool's bookkeeping
 (``_state``, ``_in_flight``, the rings' tails, the channel's messages, ``_kept``, ...) is read and written only by
-the holder.
+the holder. (A little over 600 lines: the backend protocol's calls and the bookkeeping they share are one job.)
 """
 
 from __future__ import annotations
