@@ -59,10 +59,9 @@ from fastvec.pyenv.layout import (
     check_spaces,
     leaf_spaces,
     leaves,
-    unflatten,
 )
 from fastvec.pyenv.processes import Resources, WorkerDiedError, Workers, check_start_method, refuse_in_main_import
-from fastvec.pyenv.results import merge_messages
+from fastvec.pyenv.results import Rows, merge_messages
 from fastvec.pyenv.rings import Rings
 
 __all__ = ["MAX_ENVS", "SPIN_SECONDS", "PyEnvPool", "WorkerDiedError", "make"]
@@ -185,20 +184,13 @@ class PyEnvPool:
             self.single_action_space = act_space
             self._action_space = batch_space(act_space, batch_size)  # for messages
             self._act_spaces = leaf_spaces(act_space)
-            layout = Layout(
-                n,
-                num_workers,
-                int(counts.max()),
-                tuple(leaves(obs_space)),
-                tuple(leaves(act_space)),
-                autoreset_mode == "same_step",
-            )
-            self._layout = layout
-            self._simple_obs = len(layout.obs) == 1 and not layout.obs[0].path
+            obs_leaves, act_leaves = tuple(leaves(obs_space)), tuple(leaves(act_space))
+            layout = Layout(n, num_workers, int(counts.max()), obs_leaves, act_leaves, autoreset_mode == "same_step")
             self._simple_act = len(self._act_spaces) == 1 and not layout.act[0].path
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
+            self._rows = Rows(self._b, obs_space, len(layout.obs) == 1 and not layout.obs[0].path)
             import cloudpickle
 
             # The pool's spaces, cloudpickled as the workers sent them (a Space subclass may not pickle by name).
@@ -546,12 +538,6 @@ class PyEnvPool:
         if self._in_flight:
             self._collect(self._in_flight)
 
-    def _obs_rows(self, arrays: list[np.ndarray], ids: np.ndarray | None) -> Any:
-        values = [a.copy() if ids is None else a[ids] for a in arrays]
-        if self._simple_obs:
-            return values[0]
-        return unflatten(self.single_observation_space, values)[0]
-
     def _result(
         self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, reset: np.ndarray | None = None
     ) -> Result:
@@ -561,7 +547,6 @@ class PyEnvPool:
 
         When an env raised, its exception is raised (``env_id`` naming it); an async pool keeps the batch's other
         rows for the next receiving call (see :meth:`_keep`), a sync batch (every env) is dropped."""
-        b = self._b
         keep = self.batch_size < self.num_envs
         rows: np.ndarray | None
         if sort:
@@ -570,9 +555,7 @@ class PyEnvPool:
         else:
             rows = ids
             env_id = ids.astype(np.int32)
-        pick = (lambda a: a.copy()) if rows is None else (lambda a: a[rows])
-        obs = self._obs_rows(b.obs, rows)
-        reward, terminated, truncated, ended = pick(b.reward), pick(b.terminated), pick(b.truncated), pick(b.ended)
+        obs, reward, terminated, truncated, ended = self._rows.step(rows)
         if self._mode == AutoresetMode.DISABLED:  # (an observed env's flags are its last step's: unchanged)
             self._needs_reset[env_id] = terminated | truncated
         if reset is not None:
@@ -582,9 +565,9 @@ class PyEnvPool:
         ep_return = ep_length = final_obs = None
         final_info: dict[str, Any] | None = None
         if ended.any():
-            ep_return, ep_length = pick(b.episode_return), pick(b.episode_length)
+            ep_return, ep_length = self._rows.episodes(rows)
             if self._mode == AutoresetMode.SAME_STEP:
-                final_obs = self._obs_rows(b.final_obs, env_id)
+                final_obs = self._rows.obs(self._b.final_obs, env_id)
                 final_info = {}
         info: dict[str, Any] = {}
         error: BaseException | None = None

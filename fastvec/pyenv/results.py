@@ -1,14 +1,48 @@
-"""What the workers report beside a batch's rows: the envs' infos, merged as gymnasium's vector envs merge them,
-and the exceptions the envs raised, rebuilt in the parent with their own types."""
+"""What a batch returns: its rows copied out of the shared mapping, and what the workers report beside them (the
+envs' infos, merged as gymnasium's vector envs merge them, and the exceptions the envs raised, rebuilt in the
+parent with their own types)."""
 
 from __future__ import annotations
 
 import pickle
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from fastvec._core import EnvError
+from fastvec.pyenv.layout import Buffers, unflatten
+
+
+class Rows:
+    """Copies rows of the shared mapping's per-env arrays into fresh arrays, which then belong to the caller
+    (``rows`` None: every env's, in env order, as whole-array copies)."""
+
+    def __init__(self, b: Buffers, obs_space: gym.Space, simple_obs: bool) -> None:
+        self._b = b
+        self._obs_space = obs_space
+        self._simple_obs = simple_obs  # the observation space is its one leaf, not nested
+
+    def obs(self, arrays: list[np.ndarray], rows: np.ndarray | None) -> Any:
+        """The observations of ``rows`` in ``arrays`` (one per leaf), as the observation space holds them."""
+        values = [a.copy() if rows is None else a[rows] for a in arrays]
+        if self._simple_obs:
+            return values[0]
+        return unflatten(self._obs_space, values)[0]
+
+    def step(self, rows: np.ndarray | None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The observations, rewards and flags (terminated, truncated, ended) of ``rows``."""
+        b = self._b
+        obs = self.obs(b.obs, rows)
+        return obs, _pick(b.reward, rows), _pick(b.terminated, rows), _pick(b.truncated, rows), _pick(b.ended, rows)
+
+    def episodes(self, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The returns and lengths of the episodes that ``rows`` ended."""
+        return _pick(self._b.episode_return, rows), _pick(self._b.episode_length, rows)
+
+
+def _pick(array: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    return array.copy() if rows is None else array[rows]
 
 
 def add_info(infos: dict[str, Any], env_info: dict[str, Any], row: int, size: int) -> dict[str, Any]:
