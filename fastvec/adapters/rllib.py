@@ -259,10 +259,10 @@ def _runner_threads(config: Any, num_threads: Any) -> Any:
 def _check_python_pool(num_envs: Any, num_threads: Any) -> None:
     """fastvec.make's checks of ``num_envs`` and ``num_threads`` for an env it runs in the Python-env pool (made
     in the runners only: the pool's worker processes are not started in the driver), with its words."""
-    from fastvec.pyenv.pool import MAX_ENVS, _num_workers  # (imported as fastvec.make imports it: lazily)
+    from fastvec.pyenv.arguments import MAX_ENVS, count_workers  # (imported as fastvec.make imports it: lazily)
 
     check_int("num_envs", num_envs, 1, MAX_ENVS)
-    _num_workers(num_threads, num_envs)
+    count_workers(num_threads, num_envs)
 
 
 def _check_fits_a_node(cpus: int) -> None:

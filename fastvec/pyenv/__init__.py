@@ -5,6 +5,7 @@ Python-env backend of :class:`fastvec.VectorEnv`.
 >>> obs, info = env.reset()
 """
 
-from fastvec.pyenv.pool import EnvError, PyEnvPool, WorkerDiedError, make
+from fastvec._core import EnvError
+from fastvec.pyenv.pool import PyEnvPool, WorkerDiedError, make
 
 __all__ = ["EnvError", "PyEnvPool", "WorkerDiedError", "make"]

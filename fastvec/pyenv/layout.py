@@ -209,6 +209,21 @@ class Layout:
 class Buffers:
     """Numpy views of the shared mapping, by name (``ctrl``, ``obs0``, ``reward``, ...)."""
 
+    # The views that Layout.arrays() names, set by __init__ (obs0, act0, ... are also listed in obs, act, final_obs).
+    ctrl: np.ndarray
+    req_ring: np.ndarray
+    comp_ring: np.ndarray
+    op: np.ndarray
+    seed: np.ndarray
+    seeded: np.ndarray
+    flags: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    ended: np.ndarray
+    episode_return: np.ndarray
+    episode_length: np.ndarray
+
     def __init__(self, layout: Layout, buffer: Any) -> None:
         offset = 0
         self.obs: list[np.ndarray] = []

@@ -277,7 +277,7 @@ def run(
         if received is None:  # the parent gave up (another worker failed, or Ctrl-C): nothing to do
             _close_envs(envs)
             return
-        layout, obs_space, act_space = received[0], *_loads(received[1])
+        layout, (obs_space, act_space) = received[0], _loads(received[1])
         mm = mmap.mmap(memfd.fd, layout.size)
         os.close(memfd.fd)
     except BaseException as exc:  # every failure is reported to the parent

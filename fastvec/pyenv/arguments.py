@@ -1,0 +1,154 @@
+"""The Python-env pool's arguments, checked and normalised: what ``env_id`` gives (one constructor per env), the
+number of worker processes, and a batch of actions checked against the action space before it is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+
+from fastvec._args import available_cores, check_int
+from fastvec.pyenv.layout import flatten
+
+MAX_ENVS = 1 << 16  # the most envs one Python-env pool takes (fastvec.make and RLlib's configure check it)
+
+
+class _GymMake:
+    """``gymnasium.make(env_id, **kwargs)`` as a picklable callable."""
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
+        self.env_id, self.kwargs = env_id, kwargs
+
+    def __call__(self) -> gym.Env:
+        return gym.make(self.env_id, **self.kwargs)
+
+
+def env_constructors(
+    env_id: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
+    num_envs: int | None,
+    max_episode_steps: int | None,
+    env_kwargs: dict[str, Any],
+) -> tuple[list[Callable[[], gym.Env]], int | None]:
+    """One constructor per env from ``fastvec.pyenv.make``'s ``env_id``, ``num_envs`` and ``env_kwargs``, and the
+    episode limit (a gymnasium id's own when ``max_episode_steps`` is None)."""
+    env = env_id
+    if isinstance(env, str):
+        env_id = env.removeprefix("fastvec/")
+        try:
+            spec = gym.spec(env_id)
+        except gym.error.Error as exc:  # NameNotFound, VersionNotFound, ...: keep gymnasium's suggestions
+            raise ValueError(f"unknown env_id {env_id!r}: {exc}") from exc
+        if max_episode_steps is None:
+            max_episode_steps = spec.max_episode_steps
+        kwargs = dict(env_kwargs)
+        if max_episode_steps is not None:
+            kwargs["max_episode_steps"] = max_episode_steps
+        num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, MAX_ENVS)
+        env_fns: list[Callable[[], gym.Env]] = [_GymMake(env_id, kwargs)] * num_envs
+    else:
+        if env_kwargs:
+            raise TypeError(
+                f"keyword arguments {sorted(env_kwargs)} are passed to gymnasium.make and need an env id; "
+                "a callable takes its own arguments"
+            )
+        if callable(env):
+            num_envs = 1 if num_envs is None else check_int("num_envs", num_envs, 1, MAX_ENVS)
+            env_fns = [env] * num_envs
+        elif isinstance(env, Sequence) and len(env) > 0 and all(callable(f) for f in env):
+            if num_envs is not None and num_envs != len(env):
+                raise ValueError(f"num_envs ({num_envs}) must equal the number of env constructors ({len(env)})")
+            env_fns = list(cast("Sequence[Callable[[], gym.Env]]", env))
+        else:
+            raise TypeError(
+                "env_id must be a gymnasium id, a callable returning a gymnasium.Env, or a non-empty list of such "
+                f"callables; got {type(env).__name__}"
+            )
+    return env_fns, max_episode_steps
+
+
+def count_workers(num_workers: int | str | None, num_envs: int) -> int:
+    """The number of worker processes for ``num_envs`` envs: ``num_workers`` as given (an int, or "per_env"), or
+    the default.
+
+    The default is for envs that compute: one worker fewer than the cores (the parent is busy too: copying
+    batches, the policy), so that no two processes fight for a core. A worker steps its envs one after another,
+    so envs that wait (I/O, a simulator over a socket, ``time.sleep``) wait one after another: they want
+    ``num_workers="per_env"``, one process per env as SubprocVecEnv, SubprocVectorEnv and AsyncVectorEnv run
+    them. Measured with ``benchmarks/bench_pyenv.py`` on 2 (busy) cores, steps/s of the default (1 worker) vs
+    "per_env": envs that sleep 5 ms a step, 174 vs 1,026 (8 envs; SB3's SubprocVecEnv 1,077) and 183 vs 4,095
+    (32 envs; SubprocVecEnv 3,369); CartPole, 7,893 vs 6,112 (8 envs) and 10,726 vs 3,893 (32 envs: every step
+    wakes 32 processes on 2 cores); HeavyEnv (numpy work), 5,955 vs 5,341 (8) and 6,098 vs 5,586 (32). One
+    process per env would cost computing envs up to 2.8x (and a process's memory per env); one worker per core
+    costs waiting envs a factor of their number. The pool cannot tell beforehand which kind it was given, and
+    guessing from the first steps' timings would change its speed and its processes behind the user's back
+    (and misjudge envs that wait only sometimes), so the default stays the one that is right for envs that
+    compute, and "per_env" is the documented answer for envs that wait."""
+    if num_workers is None:
+        return max(1, min(available_cores() - 1, num_envs))
+    if isinstance(num_workers, str):
+        if num_workers != "per_env":
+            raise ValueError(f"num_workers must be an int or 'per_env', got {num_workers!r}")
+        return num_envs
+    return check_int("num_workers", num_workers, 1, num_envs)
+
+
+def check_actions(
+    space: gym.Space, leaf_spaces: list[gym.Space], simple: bool, batched: gym.Space, actions: Any, rows: int
+) -> list[np.ndarray]:
+    """``actions`` for ``rows`` envs of action space ``space`` as one checked array per leaf space (``simple``: the
+    space is its one leaf, not nested); ``batched`` is the batched space, for the message."""
+    if simple:
+        values = [actions]
+    else:
+        try:
+            values = flatten(space, actions, [])
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise TypeError(f"actions must be batched like the action space {batched}: {exc}") from exc
+    return [_check_leaf(leaf, value, rows) for leaf, value in zip(leaf_spaces, values, strict=True)]
+
+
+def _check_leaf(space: gym.Space, value: Any, rows: int) -> np.ndarray:
+    arr = np.asarray(value)
+    low: Any
+    high: Any
+    if isinstance(space, gym.spaces.Box):
+        dtype = cast(np.dtype, space.dtype)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"actions for a Box space must be real numbers, got dtype {arr.dtype}")
+        shape = (rows, *space.shape)
+        if arr.shape != shape and not (space.shape == (1,) and arr.shape == (rows,)):
+            raise ValueError(f"actions must have shape {shape}, got {arr.shape}")
+        if arr.dtype.kind == "f" or dtype.kind == "f":
+            # checked as the env's dtype receives them: 1e300 is finite as float64, inf as float32
+            with np.errstate(over="ignore", invalid="ignore"):
+                as_env = arr.astype(dtype, copy=False) if dtype.kind == "f" else arr
+            if not np.isfinite(as_env).all():
+                finite = np.isfinite(as_env.reshape(rows, -1))
+                bad = int(np.flatnonzero(~finite.all(axis=1))[0])
+                value = arr.reshape(rows, -1)[bad][~finite[bad]][0]
+                raise ValueError(f"actions must be finite as {dtype}, got {float(value)!r} for env row {bad}")
+            arr = as_env
+        return arr.reshape(shape)
+    if arr.dtype.kind not in "iub":
+        raise TypeError(f"actions for {space} must be integers, got dtype {arr.dtype}")
+    if isinstance(space, gym.spaces.Discrete):
+        if arr.shape != (rows,):
+            raise ValueError(f"actions must have shape ({rows},), got {arr.shape}")
+        low, high = int(space.start), int(space.start + space.n)  # type: ignore[operator]
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        if arr.shape != (rows, *space.shape):
+            raise ValueError(f"actions must have shape {(rows, *space.shape)}, got {arr.shape}")
+        low, high = space.start, space.start + space.nvec  # type: ignore[operator]
+    else:
+        shape = (rows, *cast("tuple[int, ...]", space.shape))
+        if arr.shape != shape:
+            raise ValueError(f"actions must have shape {shape}, got {arr.shape}")
+        low, high = 0, 2
+    bad = (arr < low) | (arr >= high)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        index = ", ".join(str(i) for i in where)
+        raise ValueError(f"actions[{index}] = {arr[tuple(where)]} is out of range for {space}")
+    return arr
