@@ -110,7 +110,7 @@ void add_env(EnvInfo info) {
 // A family whose backend is a build option (FASTVEC_ATARI, FASTVEC_MUJOCO) registers its ids in every build:
 // built without the backend, its register file names NotBuilt in place of each env class (its headers need the
 // backend), and the id is kept without an option table or a pool (`built` false). fastvec.registry knows it so
-// (list_envs() leaves it out, make() names the build option), and the tests and benchmarks that select a
+// (list_envs() leaves it out, lookup() names the build option), and the tests and benchmarks that select a
 // family's ids find them in any build.
 struct NotBuilt {};
 
