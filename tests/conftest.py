@@ -18,6 +18,7 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import fastvec
+from fastvec.roms import ATARI_ID
 
 # gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend (named by the registry
 # in any build: the tests that take them are marked, and deselected where the backend is not built).
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(items):
         values = [v for v in params.values() if isinstance(v, str)]
         if any(v in MUJOCO_IDS for v in values):
             item.add_marker(pytest.mark.mujoco)
-        elif any(fastvec.registry.roms.ATARI_ID.match(v) for v in values):
+        elif any(ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)
             item.add_marker(pytest.mark.slow)
