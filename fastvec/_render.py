@@ -1,5 +1,10 @@
 """Frames of native envs: Atari's from the emulator's screen (C++), classic control's drawn by gymnasium's own
-classes (pygame) from each env's current state, so that a frame is the one gymnasium draws for that state."""
+classes (pygame) from each env's current state, so that a frame is the one gymnasium draws for that state.
+
+Which class draws an env is gymnasium's registry's answer for the env's id (a native env is a port of gymnasium's
+env of the same id); the classic-control family (the registry's family ``""``) is drawn so, where gymnasium has
+the id.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +12,32 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium
 import numpy as np
 
-# Each classic env: gymnasium's class (module, name) and the state it draws, from one observation.
-_CLASSIC: dict[str, tuple[str, str, Callable[[np.ndarray], np.ndarray]]] = {
-    "CartPole-v1": ("gymnasium.envs.classic_control.cartpole", "CartPoleEnv", lambda o: o),
-    "MountainCar-v0": ("gymnasium.envs.classic_control.mountain_car", "MountainCarEnv", lambda o: o),
-    "MountainCarContinuous-v0": (
-        "gymnasium.envs.classic_control.continuous_mountain_car",
-        "Continuous_MountainCarEnv",
-        lambda o: o,
-    ),
-    # Acrobot's observation is (cos th1, sin th1, cos th2, sin th2, dth1, dth2); Pendulum's (cos th, sin th, dth).
-    "Acrobot-v1": (
-        "gymnasium.envs.classic_control.acrobot",
-        "AcrobotEnv",
-        lambda o: np.array([np.arctan2(o[1], o[0]), np.arctan2(o[3], o[2]), o[4], o[5]], dtype=np.float64),
-    ),
-    "Pendulum-v1": (
-        "gymnasium.envs.classic_control.pendulum",
-        "PendulumEnv",
-        lambda o: np.array([np.arctan2(o[1], o[0]), o[2]], dtype=np.float64),
-    ),
-}
+from fastvec.registry import lookup
+
+
+def _acrobot(env: Any, o: np.ndarray) -> None:
+    """Acrobot's observation is (cos th1, sin th1, cos th2, sin th2, dth1, dth2), its state (th1, th2, dth1, dth2)."""
+    env.state = np.array([np.arctan2(o[1], o[0]), np.arctan2(o[3], o[2]), o[4], o[5]], dtype=np.float64)
+
+
+def _pendulum(env: Any, o: np.ndarray) -> None:
+    """Pendulum's observation is (cos th, sin th, dth), its state (th, dth); it draws its last torque as an arrow,
+    which the pool does not keep."""
+    env.state = np.array([np.arctan2(o[1], o[0]), o[2]], dtype=np.float64)
+    env.last_u = None
+
+
+# How gymnasium's classic-control classes take the state behind one observation, by class name: the state is
+# the observation itself for any other.
+_SET_STATE: dict[str, Callable[[Any, np.ndarray], None]] = {"AcrobotEnv": _acrobot, "PendulumEnv": _pendulum}
 
 
 def can_render(env_id: str, native_frames: bool) -> bool:
     """Whether ``env_id``'s native env has frames: its own (Atari) or gymnasium's drawing of its state."""
-    return native_frames or env_id in _CLASSIC
+    return native_frames or (not lookup(env_id).family and env_id in gymnasium.registry)
 
 
 def render_fps(env_id: str, atari: bool) -> int:
@@ -43,10 +46,9 @@ def render_fps(env_id: str, atari: bool) -> int:
 
 
 def _gymnasium_class(env_id: str) -> Any:
-    import importlib
-
-    module, name, _ = _CLASSIC[env_id]
-    return getattr(importlib.import_module(module), name)
+    """gymnasium's env class registered as ``env_id``."""
+    entry_point = gymnasium.spec(env_id).entry_point
+    return gymnasium.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
 
 
 @functools.cache
@@ -58,15 +60,17 @@ def _drawer(env_id: str) -> Any:
     return _gymnasium_class(env_id)(render_mode="rgb_array")
 
 
+def _set_observed_state(env: Any, o: np.ndarray) -> None:
+    env.state = o
+
+
 def draw(env_id: str, observations: np.ndarray) -> np.ndarray:
     """The frames gymnasium draws for the states behind ``observations`` (one row per env, at least one):
     ``(n, H, W, 3)``."""
     env = _drawer(env_id)
-    to_state = _CLASSIC[env_id][2]
+    set_state = _SET_STATE.get(type(env.unwrapped).__name__, _set_observed_state)
     frames = []
     for o in observations:
-        env.unwrapped.state = to_state(np.asarray(o, dtype=np.float64))
-        if env_id == "Pendulum-v1":
-            env.unwrapped.last_u = None  # the torque arrow: the pool does not keep the last action
+        set_state(env.unwrapped, np.asarray(o, dtype=np.float64))
         frames.append(env.render())
     return np.stack(frames)

@@ -12,22 +12,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-#: gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend (the list stands here,
-#: not only in the compiled module, for the benchmarks and tests that run them elsewhere too).
-V5_IDS = (
-    "Ant-v5",
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Humanoid-v5",
-    "HumanoidStandup-v5",
-    "InvertedDoublePendulum-v5",
-    "InvertedPendulum-v5",
-    "Pusher-v5",
-    "Reacher-v5",
-    "Swimmer-v5",
-    "Walker2d-v5",
-)
-
 
 def assets_dir() -> Path:
     """gymnasium's MuJoCo model directory, found without importing gymnasium's MuJoCo envs."""

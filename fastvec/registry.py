@@ -1,9 +1,12 @@
 """The env registry: what fastvec runs natively, as data.
 
-The native envs and their option tables come from the compiled module, where
+The native envs, their families and option tables come from the compiled module, where
 each is registered by one ``add_env`` line in its ``src/bindings/register_<family>.cpp``
 (next to its header in ``src/envs``); Atari ids are one per ROM the installed
-ale-py ships (:mod:`fastvec.roms`). Nothing here is read until it is first asked for.
+ale-py ships (:mod:`fastvec.roms`). A module built without a family's backend
+(``FASTVEC_ATARI=OFF``, ``FASTVEC_MUJOCO=OFF``) still names that family's ids, as
+entries that are not built: :func:`family_ids` lists them, :func:`list_envs` does not,
+and :func:`lookup` says how to build them. Nothing here is read until it is first asked for.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class EnvEntry:
     rom: str | None = None  #: Atari: the ROM's id in ale-py (``"space_invaders"``)
     family: str = ""  #: "atari", "mujoco", or "" (classic control, and the test-only envs)
     option_specs: tuple[OptionSpec, ...] = ()
+    built: bool = True  #: False: the compiled module was built without its family's backend (no options, no pool)
 
 
 def _python_default(option: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +74,7 @@ def _entries() -> dict[str, EnvEntry]:
             "hidden": native["hidden"],
             "family": native["family"],
             "option_specs": keywords,
+            "built": native["built"],
         }
         if native["family"] == "atari":
             for rom in roms.rom_ids():
@@ -81,12 +86,26 @@ def _entries() -> dict[str, EnvEntry]:
 
 def list_envs() -> list[str]:
     """The ids fastvec runs natively, e.g. ``fastvec.list_envs()[:2] == ['Acrobot-v1', 'CartPole-v1']``."""
-    return sorted(e.id for e in _entries().values() if not e.hidden)
+    return sorted(e.id for e in _entries().values() if e.built and not e.hidden)
 
 
 def entries() -> list[EnvEntry]:
-    """Every registry entry, hidden ones included (for gymnasium's registration and the tests)."""
-    return list(_entries().values())
+    """Every entry this build runs, hidden ones included (for gymnasium's registration and the tests)."""
+    return [e for e in _entries().values() if e.built]
+
+
+def family_ids(family: str) -> tuple[str, ...]:
+    """The ids of ``family``'s envs, whether or not this build has its backend (the tests and benchmarks select
+    them by it in any build), sorted: ``family_ids("mujoco")[:2] == ('Ant-v5', 'HalfCheetah-v5')``."""
+    return tuple(sorted(e.id for e in _entries().values() if e.family == family))
+
+
+def _not_built(env_id: str, family: str) -> ValueError:
+    option = f"FASTVEC_{family.upper()}"
+    return ValueError(
+        f"env_id {env_id!r} needs fastvec's {family} backend, which this fastvec was built without ({option}=OFF); "
+        f"rebuild it with {option}=ON"
+    )
 
 
 def lookup(env_id: str) -> EnvEntry:
@@ -96,15 +115,14 @@ def lookup(env_id: str) -> EnvEntry:
     name = env_id.removeprefix("fastvec/")
     entry = _entries().get(name)
     if entry is not None:
+        if not entry.built:
+            raise _not_built(env_id, entry.family)
         return entry
-    if roms.ATARI_ID.match(name) and not any(e.rom for e in _entries().values()):
+    if roms.ATARI_ID.match(name) and not any(e.rom and e.built for e in _entries().values()):
         import fastvec._core as _core
 
         if not _core.has_atari:
-            raise ValueError(
-                f"unknown env_id {env_id!r}: this fastvec was built without the Atari backend "
-                "(FASTVEC_ATARI=OFF); rebuild with it to run Atari games"
-            )
+            raise _not_built(env_id, "atari")
         raise ValueError(f"unknown env_id {env_id!r}: Atari ids come from ale-py's ROMs; {roms.install_hint()}")
     close = difflib.get_close_matches(env_id, list_envs(), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else f"; known ids: {list_envs()}"

@@ -18,22 +18,23 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import fastvec
-from fastvec.mujoco_models import V5_IDS
+from fastvec.roms import ATARI_ID
 
-# gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend.
-MUJOCO_IDS = V5_IDS
+# gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend (named by the registry
+# in any build: the tests that take them are marked, and deselected where the backend is not built).
+MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 
 
-def classic_ids() -> list[str]:
-    """The classic-control envs (neither Atari nor MuJoCo)."""
-    return [e for e in fastvec.list_envs() if not fastvec.registry.lookup(e).family]
+# The families whose own test files cover every env (tests/test_atari.py every game, tests/test_mujoco.py every
+# MuJoCo env): the registry-driven tests take one env of each.
+COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
 
 
 def env_ids_under_test() -> list[str]:
-    """Every classic env, Pong for Atari and Hopper for MuJoCo (tests/test_atari.py and tests/test_mujoco.py
-    cover every game and every MuJoCo env on their own)."""
+    """Every env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for MuJoCo)."""
     ids = fastvec.list_envs()
-    return classic_ids() + [e for e in ("Pong-v5", "Hopper-v5") if e in ids]
+    every = [e for e in ids if fastvec.registry.lookup(e).family not in COVERED_APART]
+    return every + [e for e in COVERED_APART.values() if e in ids]
 
 
 def pytest_collection_modifyitems(items):
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(items):
         values = [v for v in params.values() if isinstance(v, str)]
         if any(v in MUJOCO_IDS for v in values):
             item.add_marker(pytest.mark.mujoco)
-        elif any(fastvec.registry.roms.ATARI_ID.match(v) for v in values):
+        elif any(ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)
             item.add_marker(pytest.mark.slow)

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 
 from fastvec.bench.runners import NotAvailable
-from fastvec.mujoco_models import V5_IDS
+from fastvec.registry import family_ids
 
 CLASSIC_ENVS = ("CartPole-v1",)
 # gymnasium's MuJoCo v5 envs: fastvec runs them natively, and EnvPool 1.2.5 has each as the same v5 (frame skip,
 # observation, action bounds and episode limit checked equal to gymnasium's: 1000 steps, Pusher 100, Reacher 50).
 # Every contender steps the env as gymnasium makes it, with uniformly random actions within its bounds.
-MUJOCO_ENVS = V5_IDS
+MUJOCO_ENVS = family_ids("mujoco")
 # Every Atari contender runs the same work: gymnasium v5's settings (sticky actions 0.25, noop starts up
 # to 30, frame skip 4 with max-pooling, 84x84 grayscale area resize, 4 frames), no life loss or reward
 # clipping, episodes cut at 27,000 steps.

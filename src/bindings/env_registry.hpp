@@ -1,15 +1,18 @@
 #pragma once
-// The native envs: each family adds its envs in its own register_<family>.cpp,
-// one add_env line per env; module.cpp exposes them all (their option tables
-// and metadata to fastvec.registry, their pools to fastvec.make).
+// The native envs: each family adds its envs in its own register_<family>.cpp
+// (an EnvFamily, one add_env line per env), which the build compiles whatever
+// its name; module.cpp exposes them all (their option tables and metadata to
+// fastvec.registry, their pools to fastvec.make).
 
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@ struct EnvInfo {
 
 struct NativeEnvEntry {
   EnvInfo info;
+  bool built = true;  // false: the module was built without the env's backend (see NotBuilt)
   core::OptionTable options;
   std::function<std::unique_ptr<core::PoolBase>(const core::PoolConfig&, const core::Options&)> make;
   // The benchmarks' ceiling: steps per second of one env stepped in a loop on the calling thread (no pool).
@@ -96,15 +100,48 @@ inline std::map<std::string, NativeEnvEntry>& native_envs() {
 template <core::NativeEnv E>
 void add_env(EnvInfo info) {
   std::string id = info.id;
-  native_envs()[id] = {std::move(info), E::options(),
+  native_envs()[id] = {std::move(info), true, E::options(),
                        [](const core::PoolConfig& cfg, const core::Options& options) {
                          return std::make_unique<core::Pool<E>>(cfg, options);
                        },
                        loop_rate<E>};
 }
 
-void register_classic_control();
-void register_atari();   // only when built with FASTVEC_ATARI
-void register_mujoco();  // only when built with FASTVEC_MUJOCO
+// A family whose backend is a build option (FASTVEC_ATARI, FASTVEC_MUJOCO) registers its ids in every build:
+// built without the backend, its register file names NotBuilt in place of each env class (its headers need the
+// backend), and the id is kept without an option table or a pool (`built` false). fastvec.registry knows it so
+// (list_envs() leaves it out, lookup() names the build option), and the tests and benchmarks that select a
+// family's ids find them in any build.
+struct NotBuilt {};
+
+template <class E>
+  requires std::same_as<E, NotBuilt>
+void add_env(EnvInfo info) {
+  std::string id = info.id;
+  const std::string why = id + ": this fastvec was built without the backend of its envs' family (" + info.family + ")";
+  native_envs()[id] = {std::move(info), false, {},
+                       [why](const core::PoolConfig&, const core::Options&) -> std::unique_ptr<core::PoolBase> {
+                         throw std::invalid_argument(why);
+                       },
+                       [why](const core::Options&, int64_t, int, bool) -> double { throw std::invalid_argument(why); }};
+}
+
+// One family's registration, defined once at namespace scope in its register_<family>.cpp; its function (the
+// family's add_env lines) runs with every other family's at module import (add_registered_envs).
+class EnvFamily {
+ public:
+  explicit EnvFamily(void (*add_envs)()) { families().push_back(add_envs); }
+
+  // Called only at module import, once.
+  static void add_registered_envs() {
+    for (void (*add_envs)() : families()) add_envs();
+  }
+
+ private:
+  static std::vector<void (*)()>& families() {
+    static std::vector<void (*)()> all;  // filled as the module is loaded (static initialisation)
+    return all;
+  }
+};
 
 }  // namespace fastvec::bindings

@@ -709,9 +709,8 @@ PYBIND11_MODULE(_core, m) {
                      [] { fastvec::bindings::fork_generation.fetch_add(1, std::memory_order_relaxed); }) != 0)
     throw std::runtime_error("pthread_atfork failed");
   m.attr("Result") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(fastvec::bindings::result_type));
-  fastvec::bindings::register_classic_control();
+  fastvec::bindings::EnvFamily::add_registered_envs();
 #ifdef FASTVEC_WITH_ATARI
-  fastvec::bindings::register_atari();
   m.attr("has_atari") = true;
   // "avx512" or "portable": the Atari preprocessing kernels this CPU runs
   // (FASTVEC_PORTABLE_KERNELS=1 forces the portable ones, for their tests).
@@ -731,7 +730,6 @@ PYBIND11_MODULE(_core, m) {
   m.attr("has_atari") = false;
 #endif
 #ifdef FASTVEC_WITH_MUJOCO
-  fastvec::bindings::register_mujoco();
   m.attr("has_mujoco") = true;
   m.attr("mujoco_version") = mj_versionString();
   m.def(
@@ -847,6 +845,7 @@ PYBIND11_MODULE(_core, m) {
       d["reward_threshold"] = entry.info.reward_threshold;
       d["hidden"] = entry.info.hidden;
       d["family"] = entry.info.family;
+      d["built"] = entry.built;
       d["options"] = options;
       envs.append(d);
     }
