@@ -170,10 +170,12 @@ def check_env_ids(env_id: Any, num_envs: int, unique: bool = True) -> np.ndarray
     ids = np.asarray(env_id)
     if ids.size == 0:
         ids = ids.astype(np.int64)  # [] is float64 to numpy
-    if ids.ndim == 0:
-        ids = ids.reshape(1)
-    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-        raise TypeError(f"env_id must be a 1-D array of env indices, got {ids.dtype} with shape {ids.shape}")
+    if ids.ndim == 0 and ids.dtype.kind in "iu":
+        ids = ids.reshape(1)  # one env
+    if ids.ndim != 1:  # (worded as the native binding words it: tests/test_misuse.py)
+        raise TypeError(f"env_id must be a 1-D array of env indices, got {type(env_id).__name__} of shape {ids.shape}")
+    if ids.size and ids.dtype.kind not in "iu":
+        raise TypeError(f"env_id must hold integers, got dtype {ids.dtype}")
     bad = (ids < 0) | (ids >= num_envs)  # before the cast to int32, which would wrap 2**32 + 3 to 3
     if bad.any():
         raise ValueError(f"env_id {ids[bad][0]} is out of range [0, {num_envs})")

@@ -1223,9 +1223,8 @@ class PoolMachine(RuleBasedStateMachine):
     def _recv_rest(self, what: str) -> None:
         m = self.model
         rows = m.in_flight
-        # A native sync pool takes the rows of a partial send (EnvPool's step of some envs), the Python-env
-        # pool's does not.
-        errors = {RuntimeError} if (m.sync and not self.native) or rows == 0 or rows >= m.batch else set()
+        # (a sync pool takes the rows of a partial send too: EnvPool's step of some envs)
+        errors = {RuntimeError} if rows == 0 or rows >= m.batch else set()
         # (a sync pool's rows: the envs sent, in env order)
         sync_ids = np.flatnonzero(m.state == IN_FLIGHT) if m.sync else None
         # (its rows: every env in flight, as _check_rows and _take_rows find: as many, distinct, in flight)

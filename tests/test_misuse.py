@@ -160,14 +160,9 @@ CLOSED = (ClosedError, "the pool is closed")
 # NativePool.recv_ready refuses as the Python-env pool does, check_int("rows", rows, 1, in_flight) after "recv_ready()
 # would wait forever: no env is in flight".
 RECV_READY = "native: recv_ready is recv/recv_rest (vector.py NativePool.recv_ready); fix: see RECV_READY's comment"
-# env ids that are not a 1-D integer array. The native pool's send checks them in src/bindings/module.cpp
-# (NativePool::convert_ids: "must hold integers, got dtype ..." and "must be a 1-D array of env indices, got <the
-# type given> of shape ..."); everything else (the Python-env pool's send, async_reset and partial resets of both
-# pools) in fastvec/_args.py check_env_ids, which says "must be a 1-D array of env indices, got <dtype> with shape
-# <its shape after a scalar became 1-D>" for both mistakes. The table takes the binding's two texts, which name the
-# mistake; the fix is in check_env_ids: a non-integer array of any shape that is not 0-d-integer -> the shape text
-# (type(env_id).__name__, np.shape(env_id)) if ndim != 1, else the dtype text.
-IDS_TEXT = "env_id: fastvec/_args.py check_env_ids words a dtype mistake as a shape one; fix: see the table's comment"
+# env ids that are not a 1-D integer array: the native pool's send checks them in src/bindings/module.cpp
+# (NativePool::convert_ids), everything else (the Python-env pool's send, async_reset and partial resets of both
+# pools) in fastvec/_args.py check_env_ids, in the same words: one names a shape, the other a dtype.
 
 
 def _recv_rest_after_partial_send(env):
@@ -195,9 +190,6 @@ CASES = [
         take_all,
         lambda e: e.recv_rest(),
         (RuntimeError, RECV_REST.format(0, N)),
-        xfail="python: pyenv/pool.py recv_rest appends ': the Python-env pool takes a sync pool's steps whole' to "
-        "every refusal of a sync pool; fix: append it only when 0 < in flight < batch_size (what the native pool "
-        "accepts)",
     ),
     Case(
         "recv_rest after a partial send",
@@ -205,9 +197,6 @@ CASES = [
         _recv_rest_after_partial_send,
         lambda e: e.recv_rest(),
         None,
-        xfail="python: pyenv/pool.py recv_rest refuses a sync pool's partial send (EnvPool's step(actions, env_id)), "
-        "which the native pool returns in env order (core Pool::receive); fix: accept 0 < in flight < batch_size in "
-        "sync mode too, rows sorted by env",
     ),
     Case(
         "recv_ready, nothing in flight",
@@ -425,7 +414,6 @@ CASES = [
         take_all,
         lambda e: e.send(a(1), np.array([0.0])),
         (TypeError, "env_id must hold integers, got dtype float64"),
-        xfail=IDS_TEXT,
     ),
     Case(
         "env_id, a list of floats",
@@ -433,7 +421,6 @@ CASES = [
         take_all,
         lambda e: e.send(a(1), [0.0]),
         (TypeError, "env_id must hold integers, got dtype float64"),
-        xfail=IDS_TEXT,
     ),
     Case(
         "async_reset, env_id of floats",
@@ -441,7 +428,6 @@ CASES = [
         None,
         lambda e: e.async_reset(env_id=[1.0]),
         (TypeError, "env_id must hold integers, got dtype float64"),
-        xfail=IDS_TEXT + " (both pools: async_reset's ids are checked there)",
     ),
     Case(
         "env_id 2-D",
@@ -449,7 +435,6 @@ CASES = [
         take_all,
         lambda e: e.send(a(1), np.array([[0]])),
         (TypeError, "env_id must be a 1-D array of env indices, got ndarray of shape (1, 1)"),
-        xfail=IDS_TEXT,
     ),
     Case(
         "env_id a str",
@@ -457,7 +442,6 @@ CASES = [
         take_all,
         lambda e: e.send(a(1), "a"),
         (TypeError, "env_id must be a 1-D array of env indices, got str of shape ()"),
-        xfail=IDS_TEXT,
     ),
     Case(
         "env_id an int",

@@ -263,18 +263,20 @@ class PyEnvPool:
             self._gate.leave()
 
     def recv_rest(self, timeout: float | None = None) -> Result:
-        """In an async pool, waits for the envs still in flight when they are fewer than ``batch_size``."""
+        """Waits for the envs still in flight when they are fewer than ``batch_size``: in an async pool, the rows
+        in the order they came; in a sync pool (a step of some envs, EnvPool's ``step(actions, env_id)``), in env
+        order, as the native pool returns them."""
         self._gate.enter("recv_rest")
         try:
             timeout = check_timeout(timeout)
-            if self.batch_size == self.num_envs or not 0 < self._in_flight < self.batch_size:
-                sync = self.batch_size == self.num_envs
-                whole = ": the Python-env pool takes a sync pool's steps whole" if sync else ""
+            if not 0 < self._in_flight < self.batch_size:
                 raise RuntimeError(
                     "recv_rest() takes the envs in flight when they are fewer than batch_size "
-                    f"({self._in_flight} env(s) in flight, batch_size {self.batch_size}{whole})"
+                    f"({self._in_flight} env(s) in flight, batch_size {self.batch_size})"
                 )
             ids, messages = self._collect(self._in_flight, timeout)
+            if self.batch_size == self.num_envs:
+                ids = np.sort(ids)
             return self._result(ids, messages, sort=False)
         finally:
             self._gate.leave()
