@@ -727,7 +727,7 @@ def test_action_count_compatibility():
     strict=True,
     raises=ValueError,
     reason="a scalar where a batch of actions is due is a ValueError in both pools ('actions must have shape "
-    "(4,), got ()': fastvec/pyenv/pool.py, src/), as fastvec's fuzzer expects; gymnasium's vector envs raise "
+    "(4,), got ()': fastvec/pyenv/arguments.py, src/), as fastvec's fuzzer expects; gymnasium's vector envs raise "
     "TypeError",
 )
 def test_action_count_compatibility_scalar():

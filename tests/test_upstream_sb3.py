@@ -320,7 +320,7 @@ def test_subproc_start_method():
     strict=True,
     raises=AssertionError,
     reason="an unknown start method is a ValueError in fastvec's own words ('start_method must be one of [...]', "
-    "fastvec/pyenv/pool.py), without multiprocessing's 'cannot find context for ...' that SubprocVecEnv's carries",
+    "fastvec/pyenv/processes.py), without multiprocessing's 'cannot find context for ...' that SubprocVecEnv's carries",
 )
 def test_subproc_start_method_illegal():
     """test_subproc_start_method, its last case: an unknown start method is multiprocessing's ValueError."""
