@@ -172,7 +172,7 @@ def check_env_ids(env_id: Any, num_envs: int, unique: bool = True) -> np.ndarray
         ids = ids.astype(np.int64)  # [] is float64 to numpy
     if ids.ndim == 0 and ids.dtype.kind in "iu":
         ids = ids.reshape(1)  # one env
-    if ids.ndim != 1:  # (worded as the native binding words it: tests/test_misuse.py)
+    if ids.ndim != 1:  # (worded as the native binding words it: tests/api/test_misuse.py)
         raise TypeError(f"env_id must be a 1-D array of env indices, got {type(env_id).__name__} of shape {ids.shape}")
     if ids.size and ids.dtype.kind not in "iu":
         raise TypeError(f"env_id must hold integers, got dtype {ids.dtype}")

@@ -50,7 +50,7 @@ DOT_KINDS = ("fused", "separate", "two_lanes")
 
 # Short vectors (of the lengths the envs take norms of: 2 and 3) whose dot with themselves tells the kinds apart:
 # the 2-vector fused from the others (two_lanes sums 2 values as separate does), the 3-vector all three
-# (tests/test_mujoco.py checks that they do).
+# (tests/envs/test_mujoco.py checks that they do).
 DOT_PROBES = ((0.1, 0.3), (0.1, 0.3, 0.1))
 
 

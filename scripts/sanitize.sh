@@ -5,7 +5,7 @@
 #
 #   scripts/sanitize.sh thread    # ThreadSanitizer
 #   scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer
-#   scripts/sanitize.sh thread tests/test_pool.py -k async   # other pytest arguments
+#   scripts/sanitize.sh thread tests/core/test_pool.py -k async   # other pytest arguments
 #   FASTVEC_ATARI=OFF scripts/sanitize.sh thread              # without the Atari backend (CI: faster build)
 #   FASTVEC_MUJOCO=OFF scripts/sanitize.sh thread             # without the MuJoCo backend
 #
@@ -26,10 +26,10 @@ if [ $# -eq 0 ]; then
   # The Python-env pool is Python code, but its workers load the sanitized module and its tests drive the
   # same API. Markers (pyproject.toml) leave out what cannot run here: tests too slow under a sanitizer
   # (heavy: the emulator is ~10x slower under TSan) and tests that limit the address space.
-  set -- tests/test_pool.py tests/test_signals.py tests/test_determinism.py tests/test_pyenv.py tests/test_scheduling.py
+  set -- tests/core/test_pool.py tests/api/test_signals.py tests/core/test_determinism.py tests/pyenv/test_pyenv.py tests/core/test_scheduling.py
   markers="not heavy and not address_space"
   if [ "$atari" = ON ]; then
-    set -- "$@" tests/test_atari.py
+    set -- "$@" tests/envs/test_atari.py
   else
     markers="$markers and not atari"
   fi

@@ -25,7 +25,7 @@
 // One step of numpy's generator was not correctly rounded: its exp(-x_38^2/2), whose exact value lies
 // 0.498 ulp above a double, came out as the double above (a near tie its libm resolved upward). That
 // value is fi[38] and it fed x_37, ..., x_1, so kNumpyRoundedUpLayer below takes it too.
-// The result equals numpy's tables bit for bit; tests/test_rng_normal.py checks it against numpy itself.
+// The result equals numpy's tables bit for bit; tests/core/test_rng_normal.py checks it against numpy itself.
 
 #include <array>
 #include <cmath>

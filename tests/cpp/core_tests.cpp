@@ -1,5 +1,5 @@
 // Unit tests of src/core and the shared env math, without Python. Built by
-// tests/cpp/CMakeLists.txt and run by tests/test_cpp_core.py (and under a
+// tests/cpp/CMakeLists.txt and run by tests/core/test_cpp_core.py (and under a
 // sanitizer by scripts/sanitize.sh). Exit status 0 when every check passes.
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Writes what fastvec's numpy-compatible normal draws produce, as raw little-endian binary on stdout, for
-// tests/test_rng_normal.py to compare with numpy itself (which builds this program and runs it):
+// tests/core/test_rng_normal.py to compare with numpy itself (which builds this program and runs it):
 //   rng_normal_dump tables
 //     ki[256] (uint64), wi[256], fi[256], r, inv_r (double): the ziggurat of src/core/ziggurat.hpp.
 //   rng_normal_dump states

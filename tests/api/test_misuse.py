@@ -1,6 +1,6 @@
 """The words of every refusal of the pool contract, on both pools: one table, one test.
 
-Each misuse the pools' state machine refuses (tests/test_fuzz.py's ``Model`` says when a call is one; this file
+Each misuse the pools' state machine refuses (tests/fuzz/test_fuzz.py's ``Model`` says when a call is one; this file
 says what it raises) is driven through the public API of ``fastvec.make``'s VectorEnv over the native pool and
 over the Python-env pool, sync and async where it applies. Both must raise exactly the exception type and the
 full text of the table, and the pool must then go on (a reset and a step). A case whose ``expected`` is None is
@@ -11,7 +11,7 @@ table's, where each is produced and what the fix is: it fails once fixed, and th
 
 Left out, by design: a step of an env that was never reset (the native pool refuses it at the send with
 fastvec's ResetNeeded; the Python-env pool passes it to the env, whose OrderEnforcing raises gymnasium's, from
-the receiving call: tests/test_vector.py pins both), an env's own exception (``fastvec._core.EnvError`` against
+the receiving call: tests/api/test_vector.py pins both), an env's own exception (``fastvec._core.EnvError`` against
 the Python env's own type with a note naming the env), and per-env attributes of an env in flight (a native env's
 attributes are the pool's, answered at any time).
 """

@@ -1,7 +1,7 @@
 """fastvec.envpool, EnvPool's API: held against EnvPool 1.2.5 itself (spaces, config, info keys and dtypes, the
 dm_env TimeStep, the semantics of elapsed_step, truncation, Atari's reward and termination info), against
 fastvec.make (the same trajectories: the front door changes the API, not the dynamics), and against dm_env's
-own specs. CleanRL-style training loops are in tests/test_envpool_cleanrl.py.
+own specs. CleanRL-style training loops are in tests/compat/envpool/test_envpool_cleanrl.py.
 
 EnvPool's CartPole draws its start states from its own generator (std::mt19937), fastvec's as gymnasium does
 (numpy's PCG64): no mapping of seeds makes the two trajectories equal, so trajectories are compared with

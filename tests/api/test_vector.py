@@ -137,7 +137,7 @@ def test_the_same_argument_mistakes_get_the_same_words(sync_pools, async_pools):
             {b: lambda e=e, i=env_id: e.send(np.zeros(len(i), np.int64), i) for b, e in a.items()}, ValueError, match
         )
     same_error({b: lambda e=e: e.reset(options="abc") for b, e in s.items()}, TypeError, "options must be a dict")
-    # (other reset options go to a Python env's reset; native envs refuse them: tests/test_pyenv.py)
+    # (other reset options go to a Python env's reset; native envs refuse them: tests/pyenv/test_pyenv.py)
 
 
 def test_box_actions_get_the_same_words():

@@ -500,7 +500,7 @@ def test_mujoco_infos_per_env_as_dummy_vec_env_gives_them(env_id):
     (the env's own keys, Humanoid's tendon arrays, InvertedPendulum's integer reward_survive; terminal_observation,
     TimeLimit.truncated and Monitor's episode at the ends, which come terminated and truncated) and reset_infos.
     The actions are float64: given float32 ones gymnasium computes its control costs in float32, fastvec in float64
-    (tests/test_mujoco.py holds that difference)."""
+    (tests/envs/test_mujoco.py holds that difference)."""
     n, limit = 4, MUJOCO_LIMITS[env_id]
     ours = fastvec.sb3_vec(env_id, n, max_episode_steps=limit)
     theirs = DummyVecEnv([lambda: Monitor(CopiedInfo(gym.make(env_id, max_episode_steps=limit))) for _ in range(n)])

@@ -35,7 +35,7 @@ others; CI runs the defaults (250, 20 and 20: under a minute on 2 cores). A long
 each machine's sequence and call counts; hypothesis keeps every sequence, about 0.3 MB each, so split
 runs of many thousands):
 
-    FASTVEC_FUZZ_EXAMPLES=8400 pytest tests/test_fuzz.py -s -o faulthandler_timeout=0
+    FASTVEC_FUZZ_EXAMPLES=8400 pytest tests/fuzz/test_fuzz.py -s -o faulthandler_timeout=0
 
 Each bug the fuzzer found is fixed, and pinned by a regression test at the end of this file.
 """
@@ -120,7 +120,7 @@ class ThrowerError(ArithmeticError):
 
 
 class Thrower(gym.Env):
-    """The Python twin of ``_Debug-v0`` (as in tests/test_async_api.py): obs = [steps since reset, last action],
+    """The Python twin of ``_Debug-v0`` (as in tests/api/test_async_api.py): obs = [steps since reset, last action],
     reward = action; raises ThrowerError when its action is THROW; episodes of ``episode_length`` steps."""
 
     observation_space = gym.spaces.Box(0.0, 1e9, (2,), np.float32)
@@ -697,7 +697,7 @@ class PoolMachine(RuleBasedStateMachine):
             assert env.max_episode_steps == kwargs["max_episode_steps"]
         if not self.native:
             # The Python-env pool passes a step of an env never reset to the env, as gymnasium's vector envs do
-            # (the gymnasium envs here raise ResetNeeded, and the others in the batch step): tests/test_pyenv.py
+            # (the gymnasium envs here raise ResetNeeded, and the others in the batch step): tests/pyenv/test_pyenv.py
             # covers it; the model starts these pools reset.
             self._full_reset(None, "reset() after make")
 

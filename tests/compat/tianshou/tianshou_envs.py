@@ -1,4 +1,4 @@
-"""Envs for tests/test_adapter_tianshou.py, in a module of their own: a worker process of the Python-env pool
+"""Envs for tests/compat/tianshou/test_adapter_tianshou.py, in a module of their own: a worker process of the Python-env pool
 imports the module that defines an env class, and this one imports no Tianshou (nor torch)."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = 256
 MASK64 = (1 << 64) - 1
 MOD128 = 1 << 128

@@ -311,7 +311,7 @@ def test_spec_of_the_single_env_makes_it_again():
 
 @pytest.mark.parametrize("render_mode", ["human", "rgb_array_list", "ansi"])
 def test_render_modes_other_than_rgb_array_are_refused(render_mode):
-    """(tests/test_render.py has what rgb_array renders)"""
+    """(tests/envs/test_render.py has what rgb_array renders)"""
     with pytest.raises(ValueError, match=rf"render_mode must be None or one of \['rgb_array'\].*got '{render_mode}'"):
         gym.make("fastvec/CartPole-v1", render_mode=render_mode)
     assert gym.make("fastvec/CartPole-v1", render_mode=None).render_mode is None

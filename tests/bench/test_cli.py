@@ -13,7 +13,7 @@ import pytest
 import fastvec
 from fastvec import _core
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fastvec_cli(*args: str, cwd) -> subprocess.CompletedProcess:
