@@ -225,12 +225,12 @@ def make_native(
     episode_stats: bool | str,
     env_kwargs: dict[str, Any],
     cls: type[VectorEnv] | None = None,
-    envpool_info: bool = False,
+    info_layout: str = "gymnasium",
     thread_affinity_offset: int = -1,
 ) -> VectorEnv:
     """``make``'s native pool, its arguments checked (``seed`` already), as a ``cls`` (default
-    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments). ``envpool_info`` makes each batch's
-    info EnvPool's (``env_id``, ``players``, the env's values, the pool's ``elapsed_step``);
+    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments). ``info_layout="envpool"`` makes each
+    batch's info EnvPool's (``env_id``, ``players``, the env's values, the pool's ``elapsed_step``);
     ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU ``(offset + t) % count`` (EnvPool's)."""
     check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
     num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
@@ -270,7 +270,7 @@ def make_native(
         entry=entry,
         keywords={**entry.options, **env_kwargs},
         max_episode_steps=max_episode_steps or None,
-        envpool_info=envpool_info,
+        info_layout=info_layout,
         thread_affinity_offset=thread_affinity_offset,
         render_mode=render_mode,
     )
@@ -328,18 +328,18 @@ class NativePool(_core.Pool):
         entry: EnvEntry,
         keywords: dict[str, Any],
         max_episode_steps: int | None,
-        envpool_info: bool = False,
+        info_layout: str = "gymnasium",
         thread_affinity_offset: int = -1,
         render_mode: str | None = None,
         range_options: dict[str, tuple[float, float]] | None = None,
     ) -> None:
         """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
-        its episode limit, for its spec; ``envpool_info`` and ``thread_affinity_offset``: ``_core.Pool``'s;
+        its episode limit, for its spec; ``info_layout`` and ``thread_affinity_offset``: ``_core.Pool``'s;
         ``render_mode``: None or "rgb_array" (checked by make)."""
         super().__init__(
             *pool_args,
             adapt_threads=adapt_threads,
-            envpool_info=envpool_info,
+            info_layout=info_layout,
             thread_affinity_offset=thread_affinity_offset,
             range_options=range_options or {},
         )
@@ -645,6 +645,16 @@ class VectorEnv(gym.vector.VectorEnv):
         return self._mode
 
     @property
+    def backend(self) -> Backend:
+        """The pool under this façade: its ``step``/``send``/``recv``/``recv_rest`` return the raw
+        :class:`fastvec._core.Result` batches that :meth:`step` and :meth:`recv` make their tuples of. The fast
+        path of a front that lays results out its own way (fastvec.envpool: ``step = env.backend.step``, bound
+        once, no Python layer per step): it checks first what :meth:`step` checks (a sync pool for ``step``, no
+        ``reset_async``/``step_async`` pending) and passes a RuntimeError the pool raises to
+        :meth:`step_refused`."""
+        return self._pool
+
+    @property
     def active_threads(self) -> int:
         """How many of ``num_threads`` step envs now. With the default ``num_threads`` a native pool adapts it to
         the machine's load (it steps on fewer threads while other processes take cores and that is faster);
@@ -741,7 +751,7 @@ class VectorEnv(gym.vector.VectorEnv):
             try:
                 r = self._pool.step(actions)
             except RuntimeError as exc:
-                self._refusal(exc, None)
+                self.step_refused(exc, None)
                 raise
             return self._result(r)
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
@@ -753,7 +763,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, env_id)
         except RuntimeError as exc:
-            self._refusal(exc, env_id)
+            self.step_refused(exc, env_id)
             raise
         return self._result(self._pool.recv())
 
@@ -805,7 +815,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, None)
         except RuntimeError as exc:
-            self._refusal(exc, None)
+            self.step_refused(exc, None)
             raise
         self._waiting = AsyncState.WAITING_STEP
 
@@ -825,9 +835,10 @@ class VectorEnv(gym.vector.VectorEnv):
         self._waiting, self._timed_out = None, False
         return self._result(r)
 
-    def _refusal(self, exc: RuntimeError, env_id: Any) -> None:
-        """A step the pool refused with ``exc``: ClosedError if the pool is closed, else the backend's more precise
-        exception if it has one (the caller re-raises ``exc`` otherwise)."""
+    def step_refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """A step of ``env_id`` (every env if None) that the backend refused with ``exc``: raises ClosedError if the
+        pool is closed, else the backend's more precise exception if it has one (the caller re-raises ``exc``
+        otherwise). What :meth:`step` does with a refusal; for a front that steps :attr:`backend` itself."""
         self._check_open()
         self._pool.refused(exc, env_id)
 
@@ -880,7 +891,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, env_id)
         except RuntimeError as exc:
-            self._refusal(exc, env_id)
+            self.step_refused(exc, env_id)
             raise
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -268,7 +268,7 @@ def _make_pool(
         episode_stats=False,
         env_kwargs=options,
         cls=cls,
-        envpool_info=True,
+        info_layout="envpool",
         thread_affinity_offset=config["thread_affinity_offset"],
     )
     if config["env_seed"]:
@@ -327,6 +327,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         self._with_env_id = True  # info["env_id"] also in sync mode, as EnvPool's
         self._sync = self.batch_size == self.num_envs
         self._atari = self.entry is not None and self.entry.rom is not None
+        self._step_batch = self.backend.step  # (bound once: the façade's fast path, see step)
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
 
@@ -363,13 +364,13 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every env (``env_id`` None, sync), or the envs of ``env_id``, rows in that order (sync; async:
         ``send`` then ``recv``, EnvPool's)."""
-        if env_id is None and self._sync and self._waiting is None:  # (VectorEnv.step and _result, inlined: hot)
+        if env_id is None and self._sync and self._waiting is None:  # the backend's step, and _result inlined: hot
             try:
-                r = self._pool.step(actions)
+                r = self._step_batch(actions)
             except RuntimeError as exc:
-                self._refusal(exc, None)
+                self.step_refused(exc, None)
                 raise
-            info: Any = r.info  # EnvPool's, built by the pool (envpool_info): a dict of its own
+            info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
             return r.obs, r.reward, r.terminated, r.truncated, info
@@ -379,9 +380,9 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         if self._waiting is not None:
             self._refuse_pending("step")
         try:
-            self._pool.send(actions, ids)
+            self.backend.send(actions, ids)
         except RuntimeError as exc:
-            self._refusal(exc, ids)
+            self.step_refused(exc, ids)
             raise
         return self._rows_of(ids)
 
@@ -396,8 +397,8 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         of the ids (it returns them in env order), an async pool's first batch of them (completion order)."""
         n = sent if isinstance(sent, int) else len(sent)
         if not self._sync:
-            return self._result(self._pool.recv() if n >= self.batch_size else self._next_rows())
-        result = self._result(self._pool.recv() if n == self.num_envs else self._pool.recv_rest())
+            return self._result(self.backend.recv() if n >= self.batch_size else self._next_rows())
+        result = self._result(self.backend.recv() if n == self.num_envs else self.backend.recv_rest())
         ids = sent
         if isinstance(ids, np.ndarray) and len(ids) > 1 and np.any(ids[1:] < ids[:-1]):
             rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
@@ -411,18 +412,18 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         knows how many are in flight: its ``recv()`` refuses (a RuntimeError, nothing taken) when they are too
         few, and the reset just sent leaves at least one, which ``recv_rest()`` takes."""
         try:
-            return self._pool.recv()
+            return self.backend.recv()
         except EnvError:  # an env's own exception (a RuntimeError too): the caller's to see
             raise
         except RuntimeError:
             self._check_open()
-            return self._pool.recv_rest()
+            return self.backend.recv_rest()
 
     def _info(self, r: Any) -> dict[str, Any]:
         return self._result(r)[4]
 
     def _result(self, r: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        info: Any = r.info  # EnvPool's, built by the pool (envpool_info): a dict of its own
+        info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
         if self._atari:
             info["reward"] = info["reward"].astype(np.float32)
         return r.obs, r.reward, r.terminated, r.truncated, info

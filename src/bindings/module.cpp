@@ -27,6 +27,7 @@
 
 #include "core/simd.hpp"
 #include "env_registry.hpp"
+#include "info_layout.hpp"
 #include "result_type.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
@@ -169,9 +170,9 @@ class NativePool {
   NativePool(const std::string& env, int num_envs, int batch_size, int num_threads, int block_size,
          int max_episode_steps, const std::string& autoreset_mode, uint64_t seed,
          const std::map<std::string, double>& options, const std::map<std::string, std::string>& string_options,
-         bool adapt_threads, int initial_threads, bool envpool_info, int thread_affinity_offset,
+         bool adapt_threads, int initial_threads, const std::string& info_layout, int thread_affinity_offset,
          const std::map<std::string, std::array<double, 2>>& range_options)
-      : envpool_info_(envpool_info) {
+      : info_layout_(make_info_layout(info_layout)) {
     auto it = native_envs().find(env);
     if (it == native_envs().end()) throw py::value_error("unknown native env '" + env + "'");
     core::PoolConfig cfg;
@@ -184,7 +185,7 @@ class NativePool {
     cfg.seed = seed;
     cfg.adapt_threads = adapt_threads;
     cfg.initial_threads = initial_threads;
-    cfg.elapsed_info = envpool_info;  // EnvPool's elapsed_step column
+    cfg.elapsed_info = info_layout_->elapsed_step();
     cfg.thread_affinity_offset = thread_affinity_offset;
     const core::Options opts(it->second.options, options, string_options,
                              range_options);  // checks names, kinds, ranges
@@ -223,13 +224,7 @@ class NativePool {
                                py::dtype(core::info_dtype(s.info[k].type)), static_cast<py::ssize_t>(offsets[k]),
                                static_cast<py::ssize_t>(s.info[k].size), s.info[k].at_reset});
     info_masks_ = s.info_masks;
-    if (envpool_info_) {  // the keys of EnvPool's info dicts, in its order (values set on each step)
-      players_template_[env_id_key_] = py::none();
-      envpool_template_[env_id_key_] = py::none();
-      envpool_template_[players_key_] = py::none();
-      if (!info_masks_)  // (with masks, a column no row has is left out)
-        for (const InfoColumn& c : info_columns_) envpool_template_[c.key] = py::none();
-    }
+    info_layout_->prepare(info_columns_, info_masks_);
     all_ids_.resize(pool_->num_envs());
     for (int i = 0; i < pool_->num_envs(); ++i) all_ids_[i] = i;
     action_elems_ = 1;
@@ -583,17 +578,6 @@ class NativePool {
     return py::reinterpret_steal<py::object>(arr);
   }
 
-  static void set_item(const py::dict& d, const py::handle& key, const py::handle& value) {
-    if (PyDict_SetItem(d.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
-  }
-  // A new dict with the keys (and order) of `model`: a copy of its table, where building one key by key
-  // allocated and grew it (EnvPool's info dicts, made on every step: 0.2 us a step of 8 CartPoles).
-  static py::dict copy_dict(const py::dict& model) {
-    PyObject* d = PyDict_Copy(model.ptr());
-    if (d == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::dict>(d);
-  }
-
   // A Result of numpy arrays viewing the batch, which stays alive (and
   // unrecycled) while any of them does. The env's info fields (spec.info)
   // become info[name] columns; in same-step mode the ended episodes' final
@@ -613,7 +597,7 @@ class NativePool {
     // mask: with Spec::info_masks, the pool's column of the row (a view of its own memory: a caller may change
     // one mask in place, as gymnasium's are separate arrays); without, in final_info only, a copy of `ended`.
     // As gymnasium's vector envs, a key that no row has is left out (a reset's info lacks a step's keys).
-    auto columns = [&](std::byte* p, py::dict into, bool final) {
+    auto columns = [&](std::byte* p, const py::handle& into, bool final) {
       for (size_t k = 0; k < info_columns_.size(); ++k) {
         const InfoColumn& c = info_columns_[k];
         std::byte* mask = p + info_mask_offset_ + static_cast<py::ssize_t>(k);
@@ -634,18 +618,13 @@ class NativePool {
     };
     py::object none = py::none();
     py::object env_id = vec(b->env_id());
-    // Envs without info values (most) share one empty, read-only mapping: no dict per step.
-    py::object info = no_info_;
-    if (!info_columns_.empty() || envpool_info_) {
-      py::dict values = envpool_info_ ? copy_dict(envpool_template_) : py::dict();
-      if (envpool_info_) {  // EnvPool's info: env_id, players (env_id per player), then the columns
-        py::dict players = copy_dict(players_template_);
-        set_item(players, env_id_key_, env_id);
-        set_item(values, env_id_key_, env_id);
-        set_item(values, players_key_, players);
-      }
-      columns(b->info(0), values, false);
-      info = values;
+    // The layout's keys, then the columns. Envs without info values (most) share one empty, read-only
+    // mapping: no dict per step.
+    py::object info = info_layout_->begin(env_id);
+    if (info) {
+      columns(b->info(0), info, false);
+    } else {
+      info = no_info_;
     }
     py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
     if (b->num_ended.load(std::memory_order_relaxed) > 0) {
@@ -682,19 +661,10 @@ class NativePool {
   std::vector<int32_t> all_ids_;
   int64_t action_elems_ = 1;
   py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
-  const bool envpool_info_;  // info as EnvPool builds it (fastvec.envpool): env_id, players, elapsed_step
-  // spec().info's fields: their keys (made once, as Python strings), where they sit in an info row, masks.
-  struct InfoColumn {
-    py::object key, mask_key;
-    py::dtype dtype;
-    py::ssize_t offset, size;
-    bool at_reset;
-  };
-  std::vector<InfoColumn> info_columns_;
+  const std::unique_ptr<InfoLayout> info_layout_;  // what a batch's info dict holds besides the columns
+  std::vector<InfoColumn> info_columns_;  // spec().info's fields
   py::ssize_t info_row_bytes_ = 0, info_mask_offset_ = 0;
   bool info_masks_ = false;
-  py::object env_id_key_ = py::str("env_id"), players_key_ = py::str("players");
-  py::dict envpool_template_, players_template_;  // see result(): EnvPool's info keys, copied on each step
 };
 
 }  // namespace
@@ -854,12 +824,13 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<NativePool>(m, "Pool")
       .def(py::init<const std::string&, int, int, int, int, int, const std::string&, uint64_t,
-                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int, bool, int,
+                    const std::map<std::string, double>&, const std::map<std::string, std::string>&, bool, int,
+                    const std::string&, int,
                     const std::map<std::string, std::array<double, 2>>&>(),
            py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("num_threads"), py::arg("block_size"),
            py::arg("max_episode_steps"), py::arg("autoreset_mode"), py::arg("seed"), py::arg("options"),
            py::arg("string_options"), py::kw_only(), py::arg("adapt_threads") = false, py::arg("initial_threads") = 0,
-           py::arg("envpool_info") = false, py::arg("thread_affinity_offset") = -1,
+           py::arg("info_layout") = "gymnasium", py::arg("thread_affinity_offset") = -1,
            py::arg("range_options") = std::map<std::string, std::array<double, 2>>{})
       .def("spec", &NativePool::spec)
       .def_property_readonly("num_envs", &NativePool::num_envs)
