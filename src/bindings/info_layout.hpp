@@ -1,13 +1,12 @@
 #pragma once
 // How a batch's info dict is laid out around the env's info columns: a strategy the Python-facing pool is
-// made with (fastvec._core.Pool(info_layout=...)) and asks once per batch. The pool writes the env's columns
-// (spec().info) into the dict the layout begins, the same way in every layout.
+// made with (fastvec._core.Pool(info_layout=...), named in module.cpp) and asks once per batch. The pool
+// writes the env's columns (spec().info) into the dict the layout begins, the same way in every layout.
+// gymnasium's layout is here; EnvPool's is envpool_info.hpp.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <memory>
-#include <string>
 #include <vector>
 
 namespace fastvec::bindings {
@@ -37,10 +36,6 @@ class InfoLayout {
   virtual py::object begin(const py::object& env_id) const = 0;
 };
 
-// The layout named `name` ("gymnasium": the env's columns alone; "envpool": EnvPool's keys); a ValueError
-// for another name.
-std::unique_ptr<InfoLayout> make_info_layout(const std::string& name);
-
 inline void set_item(const py::handle& dict, const py::handle& key, const py::handle& value) {
   if (PyDict_SetItem(dict.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
 }
@@ -52,5 +47,16 @@ inline py::dict copy_dict(const py::dict& model) {
   if (d == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::dict>(d);
 }
+
+// gymnasium's layout: the env's columns alone (fastvec.VectorEnv adds env_id and the episode statistics).
+class GymnasiumInfo final : public InfoLayout {
+ public:
+  bool elapsed_step() const override { return false; }
+  void prepare(const std::vector<InfoColumn>& columns, bool) override { has_columns_ = !columns.empty(); }
+  py::object begin(const py::object&) const override { return has_columns_ ? py::dict() : py::object(); }
+
+ private:
+  bool has_columns_ = false;
+};
 
 }  // namespace fastvec::bindings
