@@ -416,7 +416,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         except EnvError:  # an env's own exception (a RuntimeError too): the caller's to see
             raise
         except RuntimeError:
-            self._check_open()
+            self.check_open()
             return self.backend.recv_rest()
 
     def _info(self, r: Any) -> dict[str, Any]:
@@ -432,7 +432,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         """EnvPool's render: the current frames of ``env_ids`` (default env 0), ``(n, H, W, 3)`` uint8, made with
         ``render_mode="rgb_array"``; the envs must not be in flight."""
         if self.render_mode is None:
-            self._check_open()
+            self.check_open()
             raise RuntimeError(
                 "render_mode must be set to 'rgb_array' when creating this env: envpool.make(..., "
                 "render_mode='rgb_array')"
@@ -440,7 +440,7 @@ class GymnasiumEnvPool(_EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc] 
         if camera_id not in (None, -1, 0):
             raise ValueError(f"camera_id: fastvec's envs have one view (0), got {camera_id!r}")
         ids = np.zeros(1, np.int32) if env_ids is None else self._ids(env_ids)
-        self._check_open()
+        self.check_open()
         return self._native_pool().frames(ids)
 
     def seed(self, seed: int | Sequence[int] | None = None) -> None:
