@@ -74,7 +74,7 @@ class Pool:
         *,
         adapt_threads: bool = False,
         initial_threads: int = 0,
-        envpool_info: bool = False,
+        info_layout: str = "gymnasium",  # "gymnasium" or "envpool": what a batch's info holds besides the env's values
         thread_affinity_offset: int = -1,
         range_options: dict[str, tuple[float, float]] = ...,
     ) -> None: ...

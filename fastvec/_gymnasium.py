@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import gymnasium
 
-from fastvec._single_env import _MakeEnv
+from fastvec._single_env import MakeEnv
 from fastvec.registry import entries
-from fastvec.vector import _MakeNative
+from fastvec.vector import MakeNative
 
 
 def register_gymnasium_envs() -> None:
@@ -19,8 +19,8 @@ def register_gymnasium_envs() -> None:
             continue
         gymnasium.register(
             id=name,
-            entry_point=_MakeEnv(entry.id),
-            vector_entry_point=_MakeNative(entry.id),
+            entry_point=MakeEnv(entry.id),
+            vector_entry_point=MakeNative(entry.id),
             max_episode_steps=entry.max_episode_steps,
             reward_threshold=entry.reward_threshold,
         )

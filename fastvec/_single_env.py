@@ -21,8 +21,10 @@ import numpy as np
 
 from fastvec._args import ResetNeeded
 from fastvec._render import render_fps
+from fastvec.batching import info_rows
+from fastvec.native import check_render_mode, render_modes
 from fastvec.registry import lookup
-from fastvec.vector import _MakeNative, check_render_mode, info_rows, make, render_modes
+from fastvec.vector import MakeNative, make
 
 # The pool's episode limit when TimeLimit is the one that truncates: a step count no episode reaches (the pool
 # counts steps in int32; fastvec.make takes no "no limit").
@@ -80,8 +82,8 @@ class NativeEnv(gym.Env):
         # What gymnasium.make sets on the env it makes (and overwrites with its own): the spec that makes it again.
         self.spec = gym.envs.registration.EnvSpec(
             id=f"fastvec/{entry.id}",
-            entry_point=_MakeEnv(entry.id),
-            vector_entry_point=_MakeNative(entry.id),
+            entry_point=MakeEnv(entry.id),
+            vector_entry_point=MakeNative(entry.id),
             reward_threshold=entry.reward_threshold,
             max_episode_steps=None,
             order_enforce=False,
@@ -105,7 +107,7 @@ class NativeEnv(gym.Env):
         """One step with ``action`` (an element of ``action_space``): ``(obs, reward, terminated, truncated,
         info)``, reward a float and the flags bools, as gymnasium's envs return them."""
         if self._reset_needed is not None:
-            self._pool._check_open()  # (closed: gymnasium's ClosedEnvironmentError)
+            self._pool.check_open()  # (closed: gymnasium's ClosedEnvironmentError)
             raise ResetNeeded(f"{self._label}: {self._reset_needed}")
         a = np.asarray(action)
         if a.shape != self.action_space.shape:
@@ -129,7 +131,7 @@ class NativeEnv(gym.Env):
 
 
 @dataclass(frozen=True)
-class _MakeEnv:
+class MakeEnv:
     """``NativeEnv(env_id, ...)`` as an entry point that compares by value (a spec's copies compare equal) and
     pickles (gymnasium's AsyncVectorEnv sends it to its workers)."""
 

@@ -1,22 +1,24 @@
 """fastvec.VectorEnv: the one gymnasium VectorEnv of fastvec, over either backend.
 
 Two backends implement the same small protocol (:class:`Backend`): the native pool
-(:class:`NativePool`: ``fastvec._core.Pool``, C++ threads) and the Python-env pool
+(:class:`fastvec.native.NativePool`: ``fastvec._core.Pool``, C++ threads) and the Python-env pool
 (:class:`fastvec.pyenv.pool.PyEnvPool`, worker processes). Each owns its envs' states and checks the calls
 that depend on them (actions, env ids, which env may be sent or reset); both return
 :class:`fastvec._core.Result` batches. Everything above that is written here once: ``make``'s routing, the
 arguments of reset, seeding, partial resets, the sync/async rules of ``step``, the info dict gymnasium's
 vector envs build, and the arguments of the per-env calls (``call``, ``get_attr``, ``set_attr``,
-:meth:`VectorEnv.env_call`).
+:meth:`VectorEnv.env_call`). The native pool's making and option checks are :mod:`fastvec.native`'s; the
+batching of rows and info dicts is :mod:`fastvec.batching`'s.
+
+Why this file is over 600 lines: :class:`VectorEnv` is one state machine of about 600 lines (its sync,
+gymnasium-async, async and per-env calls share the pending call, the seeds still to apply and the info rules),
+and ``make`` (``fastvec.vector.make``) routes to it and to :class:`PyVectorEnv`, which must be defined here.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import multiprocessing
-import os
-import secrets
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -31,18 +33,13 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 import fastvec._core as _core
-from fastvec import _render
 from fastvec._args import (
     ENV_CALL_KINDS,
     MODES,
     POOL_METHODS,
     SET_KINDS,
-    ResetNeeded,
     autoreset_mode_name,
-    available_cores,
     check_env_ids,
-    check_int,
-    check_observation_mode,
     check_seed,
     check_timeout,
     is_int_seed,
@@ -50,9 +47,9 @@ from fastvec._args import (
     refuse_reset_options,
     reset_options,
 )
-from fastvec.mujoco_models import model_path
+from fastvec.batching import concatenate, info_rows_at, merge_infos, row, rows
+from fastvec.native import NativePool, is_native, make_pool
 from fastvec.registry import EnvEntry, lookup
-from fastvec.roms import rom_path
 
 if TYPE_CHECKING:
     from fastvec.pyenv import PyEnvPool
@@ -173,7 +170,7 @@ def make(
         if num_envs is None and isinstance(env_id, Sequence) and not isinstance(env_id, str):
             n = len(env_id)  # one env per constructor
         _check_seed_range(seed, n)
-    if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not _is_native(env_id)):
+    if backend == "python" or not isinstance(env_id, str) or (backend == "auto" and not is_native(env_id)):
         if block_size is not None:
             raise ValueError("block_size applies to the native pool only, not to the Python-env pool")
         import fastvec.pyenv as pyenv
@@ -225,86 +222,40 @@ def make_native(
     episode_stats: bool | str,
     env_kwargs: dict[str, Any],
     cls: type[VectorEnv] | None = None,
-    envpool_info: bool = False,
+    info_layout: str = "gymnasium",
     thread_affinity_offset: int = -1,
 ) -> VectorEnv:
-    """``make``'s native pool, its arguments checked (``seed`` already), as a ``cls`` (default
-    :class:`VectorEnv`; fastvec.envpool's classes take the same arguments). ``envpool_info`` makes each batch's
-    info EnvPool's (``env_id``, ``players``, the env's values, the pool's ``elapsed_step``);
-    ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU ``(offset + t) % count`` (EnvPool's)."""
-    check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
-    num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
-    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
-    adapt_threads = num_threads is None  # the default count is a ceiling the pool adapts to the load (ThreadTuner)
-    if num_threads is None:
-        # Async: a caller waiting in recv() steps queued envs itself, so one worker fewer than the cores
-        # fills them (and leaves the caller a core for its policy); sync: the caller is one of num_threads.
-        cores = available_cores() if batch_size == num_envs else max(1, available_cores() - 1)
-        num_threads = max(1, min(cores, num_envs))
-    num_threads = check_int("num_threads", num_threads, 1, 1024)
-    if block_size is not None:
-        block_size = check_int("block_size", block_size, 1, num_envs)
-        if num_envs % block_size or batch_size % block_size:
-            raise ValueError(
-                f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
-            )
-    if max_episode_steps is None:
-        max_episode_steps = entry.max_episode_steps or 0
-    else:
-        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
-    render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
-    options = _env_options(entry, env_kwargs)
-    native = NativePool(
-        entry.native,
+    """``make``'s native pool (:func:`fastvec.native.make_pool`, which checks its arguments; ``seed`` is checked
+    already) as a ``cls`` (default :class:`VectorEnv`; fastvec.envpool's classes take the same arguments).
+    ``info_layout`` and ``thread_affinity_offset``: ``make_pool``'s."""
+    pool = make_pool(
+        entry,
         num_envs,
-        batch_size,
-        num_threads,
-        block_size or 0,
-        max_episode_steps,
-        autoreset_mode,
-        secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
-        options.numbers,
-        options.texts,
-        adapt_threads=adapt_threads,
-        range_options=options.ranges,
-        entry=entry,
-        keywords={**entry.options, **env_kwargs},
-        max_episode_steps=max_episode_steps or None,
-        envpool_info=envpool_info,
+        batch_size=batch_size,
+        num_threads=num_threads,
+        seed=seed,
+        autoreset_mode=autoreset_mode,
+        max_episode_steps=max_episode_steps,
+        block_size=block_size,
+        env_kwargs=env_kwargs,
+        vector_entry_point=MakeNative(entry.id),
+        info_layout=info_layout,
         thread_affinity_offset=thread_affinity_offset,
-        render_mode=render_mode,
     )
+    spec = pool.attributes["spec"]
     return (cls or VectorEnv)(
-        native,
+        pool,
         MODES[autoreset_mode],
-        native.single_observation_space,
-        native.single_action_space,
-        max_episode_steps=max_episode_steps or None,
+        pool.single_observation_space,
+        pool.single_action_space,
+        max_episode_steps=spec.max_episode_steps,
         entry=entry,
-        spec=copy.deepcopy(native._attributes["spec"]),  # (its own: get_attr("spec") gives copies too)
-        metadata=native._attributes["metadata"],
-        render_mode=render_mode,
+        spec=copy.deepcopy(spec),  # (its own: get_attr("spec") gives copies too)
+        metadata=pool.attributes["metadata"],
+        render_mode=pool.attributes["render_mode"],
         seed=seed,
         episode_stats=episode_stats,
     )
-
-
-def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
-    """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, classic
-    control drawn by gymnasium); a ValueError naming render_mode otherwise."""
-    if render_mode is None:
-        return None
-    modes = render_modes(entry)
-    if render_mode not in modes:
-        raise ValueError(
-            f"render_mode must be None or one of {modes} for fastvec's native {entry.id} (frames as numpy arrays; "
-            f"no window), got {render_mode!r}"
-        )
-    return render_mode
-
-
-def render_modes(entry: EnvEntry) -> list[str]:
-    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None) else []
 
 
 def _check_seed_range(seed: int, num_envs: int) -> None:
@@ -315,266 +266,15 @@ def _check_seed_range(seed: int, num_envs: int) -> None:
         )
 
 
-class NativePool(_core.Pool):
-    """The native backend: ``fastvec._core.Pool`` and what its envs are as Python sees them. A native env has no
-    Python object: :meth:`env_call` answers the attributes it really has (``spec``, ``render_mode``,
-    ``metadata``, the single-env ``observation_space``/``action_space``, and each option it was made with, by
-    name) and raises an AttributeError naming the env for the rest; nothing can be set."""
-
-    def __init__(
-        self,
-        *pool_args: Any,
-        adapt_threads: bool = False,
-        entry: EnvEntry,
-        keywords: dict[str, Any],
-        max_episode_steps: int | None,
-        envpool_info: bool = False,
-        thread_affinity_offset: int = -1,
-        render_mode: str | None = None,
-        range_options: dict[str, tuple[float, float]] | None = None,
-    ) -> None:
-        """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
-        its episode limit, for its spec; ``envpool_info`` and ``thread_affinity_offset``: ``_core.Pool``'s;
-        ``render_mode``: None or "rgb_array" (checked by make)."""
-        super().__init__(
-            *pool_args,
-            adapt_threads=adapt_threads,
-            envpool_info=envpool_info,
-            thread_affinity_offset=thread_affinity_offset,
-            range_options=range_options or {},
-        )
-        spec = self.spec()
-        self.label = f"fastvec's native {entry.id}"
-        self.single_observation_space = _space("obs", spec)
-        self.single_action_space = _space("action", spec)
-        self._attributes: dict[str, Any] = {
-            **keywords,
-            # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) and, one env,
-            # gymnasium.make(spec) (as the spec fastvec registers with gymnasium, with the options and episode
-            # limit of this pool). The single env's entry point is the one registered at import fastvec
-            # (fastvec._gymnasium), taken from gymnasium's registry: _single_env builds on this module.
-            "spec": gym.envs.registration.EnvSpec(
-                id=f"fastvec/{entry.id}",
-                entry_point=_registered_entry_point(entry.id),
-                vector_entry_point=_MakeNative(entry.id),
-                max_episode_steps=max_episode_steps,
-                reward_threshold=entry.reward_threshold,
-                kwargs=dict(keywords),
-            ),
-            "render_mode": render_mode,
-            "metadata": {"render_modes": render_modes(entry)},
-            "observation_space": self.single_observation_space,
-            "action_space": self.single_action_space,
-        }
-        self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
-        self._env_id = entry.id
-        self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
-
-    def frames(self, env_id: Any = None) -> np.ndarray:
-        """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
-        if env_id is not None and not np.size(env_id):
-            raise ValueError("env_id must name at least one env to render, got none")
-        if self._own_frames:
-            return self.peek(env_id, True)
-        return _render.draw(self._env_id, self.peek(env_id, False))
-
-    def refused(self, exc: RuntimeError, env_id: Any) -> None:
-        """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
-        named an env that was never reset.
-
-        A step of an env that was never reset is refused by the C++ pool with a RuntimeError; gymnasium's and
-        SB3's vector envs pass it to the env, whose OrderEnforcing raises gymnasium's ResetNeeded. Knowing which
-        envs were reset, the refusal is raised as fastvec's ResetNeeded (both), without reading the C++ message,
-        and at no cost to the steps that go through (the façade calls this only for a refusal)."""
-        if self.closed:
-            return
-        ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id).reshape(-1)
-        fresh = ids[~self._ever_reset[ids]]
-        if len(fresh):
-            raise ResetNeeded(
-                f"env {fresh[0]} has not been reset: cannot call env.step() before calling env.reset(); "
-                "call reset() or async_reset() first"
-            ) from exc
-
-    def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
-        """A batch (the envs in flight, when fewer than ``rows`` and ``batch_size``): a native env never waits on
-        anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
-        checked and has nothing to cut short."""
-        check_timeout(timeout)
-        rows = check_int("rows", rows, 1)
-        return self.recv() if rows >= self.batch_size else self.recv_rest()
-
-    def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
-        """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
-        if kind in SET_KINDS:
-            raise AttributeError(
-                f"{self.label} has no Python env object: its attributes cannot be set ({name!r}); its options are "
-                "keyword arguments of fastvec.make"
-            )
-        if kind == "is_wrapped":  # no gymnasium wrapper wraps a native env
-            return [False] * len(env_id)
-        if name not in self._attributes:
-            known = ", ".join(sorted(self._attributes))
-            raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
-        value = self._attributes[name]
-        if kind == "method":  # SB3's env_method calls what it gets
-            raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
-        return [copy.deepcopy(value) for _ in range(len(env_id))]
-
-    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
-        """``_core.Pool.send_reset``; a native env has no ``reset(options=...)``: options are refused."""
-        refuse_reset_options(self.label, options)
-        super().send_reset(env_id, seeds)
-        self._ever_reset[slice(None) if env_id is None else env_id] = True
-
-    def reset_envs(
-        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
-    ) -> _core.Result:
-        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
-        refuse_reset_options(self.label, options)
-        result = super().reset_envs(env_id, seeds, all_rows)
-        self._ever_reset[env_id] = True
-        return result
-
-
 @dataclass(frozen=True)
-class _MakeNative:
-    """``fastvec.make(env_id, ...)`` as a vector entry point that compares by value (a spec's copies compare equal)."""
+class MakeNative:
+    """``fastvec.make(env_id, ...)`` as a vector entry point that compares by value (a spec's copies compare equal):
+    the native pools' specs' and gymnasium's registry entries' (fastvec._gymnasium)."""
 
     env_id: str
 
     def __call__(self, **kwargs: Any) -> VectorEnv:
         return make(self.env_id, **kwargs)
-
-
-def _registered_entry_point(env_id: str) -> Any:
-    """The single-env entry point gymnasium has for ``fastvec/{env_id}`` (None for an id not registered there)."""
-    registered = gym.registry.get(f"fastvec/{env_id}")
-    return None if registered is None else registered.entry_point
-
-
-def _is_native(env_id: str) -> bool:
-    """True when ``env_id`` has a native port; an id gymnasium does not know either gets lookup's error."""
-    try:
-        lookup(env_id)
-    except ValueError:
-        if env_id in gym.registry:
-            return False
-        raise
-    return True
-
-
-@dataclass(frozen=True)
-class EnvOptions:
-    """A native env's keyword arguments, checked and sorted by kind for ``_core.Pool``: numbers, texts (files
-    resolved to paths, ROMs filled in) and (low, high) ranges; its C++ option table fills in the defaults of the
-    others and checks ranges."""
-
-    numbers: dict[str, float]
-    texts: dict[str, str]
-    ranges: dict[str, tuple[float, float]]
-
-
-def _env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
-    """The keyword arguments for the env, checked and sorted by kind (a TypeError naming an unknown one and the
-    accepted ones; a TypeError or ValueError naming a value of the wrong kind)."""
-    kinds = {o.name: o.kind for o in entry.option_specs}
-    numbers: dict[str, float] = {}
-    texts: dict[str, str] = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
-    ranges: dict[str, tuple[float, float]] = {}
-    for name, value in kwargs.items():
-        if name not in entry.options:
-            accepted = ", ".join(sorted(entry.options)) or "none"
-            raise TypeError(f"{entry.id} got an unexpected keyword argument {name!r} (accepted: {accepted})")
-        kind = kinds[name]
-        if kind == "file":
-            if not isinstance(value, (str, os.PathLike)):
-                raise TypeError(f"{entry.id} option {name!r} must be a path (str), got {type(value).__name__}")
-            continue  # resolved below, with the default
-        if kind == "int|str":
-            texts[name] = _index_or_name(entry, name, value)
-            continue
-        if kind == "range":
-            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
-                raise TypeError(f"{entry.id} option {name!r} must be a (low, high) pair of numbers, got {value!r}")
-            for v in value:
-                if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
-                    raise TypeError(f"{entry.id} option {name!r} must hold numbers, got {value!r}")
-            low, high = (_as_float(entry, name, v) for v in value)
-            if math.isnan(low) or math.isnan(high):
-                raise ValueError(f"{entry.id} option {name!r} must not hold NaN, got {value!r}")
-            ranges[name] = (low, high)
-            continue
-        if not isinstance(value, (bool, int, float, np.integer, np.floating)):
-            raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
-        number = _as_float(entry, name, value)
-        if not math.isfinite(number):
-            raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
-        numbers[name] = number
-    for name, kind in kinds.items():
-        if kind == "file":
-            texts[name] = str(model_path(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
-    return EnvOptions(numbers, texts, ranges)
-
-
-def _as_float(entry: EnvEntry, name: str, value: Any) -> float:
-    """``value`` as a float; a ValueError naming the option for an int too large for one."""
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"{entry.id} option {name!r} is too large for a float64, got {value}") from None
-
-
-def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
-    """An index-or-name option (Ant's main_body) as its C++ table takes it: "index:<n>" or "name:<s>"."""
-    if isinstance(value, str) and value:
-        return f"name:{value}"
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise TypeError(f"{entry.id} option {name!r} must be an int or a name (str), got {value!r}")
-    if value < 0:
-        raise ValueError(f"{entry.id} option {name!r} must be a body index >= 0 or a body name, got {value}")
-    return f"index:{int(value)}"
-
-
-def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
-    if kind == "obs":
-        dtype = np.dtype(spec["obs_dtype"])
-        shape = tuple(spec["obs_shape"])
-        low = np.asarray(spec["obs_low"], dtype=np.float64).reshape(shape).astype(dtype)
-        high = np.asarray(spec["obs_high"], dtype=np.float64).reshape(shape).astype(dtype)
-        return gym.spaces.Box(low, high, shape, dtype)
-    if spec["num_actions"] > 0:
-        return gym.spaces.Discrete(spec["num_actions"])
-    shape = tuple(spec["action_shape"])
-    low = np.asarray(spec["action_low"], dtype=np.float32).reshape(shape)
-    high = np.asarray(spec["action_high"], dtype=np.float32).reshape(shape)
-    return gym.spaces.Box(low, high, shape, np.float32)
-
-
-def _row(space: gym.Space, batch: Any, i: int) -> Any:
-    """Row ``i`` of a batch of ``space``'s elements (an array, or a dict/tuple of them)."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _row(s, batch[k], i) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_row(s, b, i) for s, b in zip(space.spaces, batch, strict=True))
-    return batch[i]
-
-
-def _rows(space: gym.Space, batch: Any, pick: np.ndarray) -> Any:
-    """The rows ``pick`` of a batch of ``space``'s elements."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _rows(s, batch[k], pick) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_rows(s, b, pick) for s, b in zip(space.spaces, batch, strict=True))
-    return batch[pick]
-
-
-def _concatenate(space: gym.Space, batches: list[Any]) -> Any:
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _concatenate(s, [b[k] for b in batches]) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_concatenate(s, [b[j] for b in batches]) for j, s in enumerate(space.spaces))
-    return np.concatenate(batches)
 
 
 class VectorEnv(gym.vector.VectorEnv):
@@ -645,6 +345,16 @@ class VectorEnv(gym.vector.VectorEnv):
         return self._mode
 
     @property
+    def backend(self) -> Backend:
+        """The pool under this façade: its ``step``/``send``/``recv``/``recv_rest`` return the raw
+        :class:`fastvec._core.Result` batches that :meth:`step` and :meth:`recv` make their tuples of. The fast
+        path of a front that lays results out its own way (fastvec.envpool: ``step = env.backend.step``, bound
+        once, no Python layer per step): it checks first what :meth:`step` checks (a sync pool for ``step``, no
+        ``reset_async``/``step_async`` pending) and passes a RuntimeError the pool raises to
+        :meth:`step_refused`."""
+        return self._pool
+
+    @property
     def active_threads(self) -> int:
         """How many of ``num_threads`` step envs now. With the default ``num_threads`` a native pool adapts it to
         the machine's load (it steps on fewer threads while other processes take cores and that is faster);
@@ -662,7 +372,7 @@ class VectorEnv(gym.vector.VectorEnv):
         env, the seed of its last seeded reset (-1 before any: its stream then comes from the pool's)."""
         if self.entry is None:
             return self.get_attr("np_random_seed")
-        self._check_open()
+        self.check_open()
         return tuple(self._env_seeds)
 
     @property
@@ -681,7 +391,7 @@ class VectorEnv(gym.vector.VectorEnv):
         keys of ``options`` go to each reset env's ``reset(options=...)``, as gymnasium's vector envs pass them
         (Python envs; native envs take none and refuse them).
         """
-        self._check_open()
+        self.check_open()
         if self._waiting is not None:
             if not self._timed_out:
                 self._refuse_pending("reset")
@@ -722,10 +432,10 @@ class VectorEnv(gym.vector.VectorEnv):
             return batches[0].obs, self._info(batches[0])
         env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
-        obs = _rows(
-            self.single_observation_space, _concatenate(self.single_observation_space, [b.obs for b in batches]), order
+        obs = rows(
+            self.single_observation_space, concatenate(self.single_observation_space, [b.obs for b in batches]), order
         )
-        info = _merge_infos([b.info for b in batches], [len(b.env_id) for b in batches], order)
+        info = merge_infos([b.info for b in batches], [len(b.env_id) for b in batches], order)
         return obs, ({"env_id": env_id[order]} if self._with_env_id else {}) | info
 
     def step(self, actions: Any, env_id: Any = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -741,11 +451,11 @@ class VectorEnv(gym.vector.VectorEnv):
             try:
                 r = self._pool.step(actions)
             except RuntimeError as exc:
-                self._refusal(exc, None)
+                self.step_refused(exc, None)
                 raise
             return self._result(r)
         if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
-            self._check_open()
+            self.check_open()
             raise ValueError(
                 f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
                 "env ids; make the pool with batch_size < num_envs to step some envs at a time"
@@ -753,7 +463,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, env_id)
         except RuntimeError as exc:
-            self._refusal(exc, env_id)
+            self.step_refused(exc, env_id)
             raise
         return self._result(self._pool.recv())
 
@@ -763,7 +473,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """Starts ``reset(seed=seed, options=options)`` and returns at once; :meth:`reset_wait` returns its
         result, as gymnasium's ``AsyncVectorEnv`` has them. A partial reset (``reset_mask``/``env_id`` in
         ``options``) is done here, and :meth:`reset_wait` returns it."""
-        self._check_open()
+        self.check_open()
         if self._waiting is not None:
             self._refuse_pending("reset_async")
         reset_mask, ids, env_options = reset_options(options)
@@ -778,7 +488,7 @@ class VectorEnv(gym.vector.VectorEnv):
         no limit) a :class:`WaitTimeout` (``multiprocessing.TimeoutError``, as gymnasium raises). Unlike
         gymnasium, whose next call would then mix up the late results, the reset stays pending: ``reset_wait``
         again returns it, ``reset()`` starts over (waiting for what is in flight), ``close()`` always works."""
-        self._check_open()
+        self.check_open()
         timeout = check_timeout(timeout)
         if self._waiting is not AsyncState.WAITING_RESET:
             raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
@@ -797,7 +507,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def step_async(self, actions: Any) -> None:
         """Starts a step of every env with ``actions`` and returns at once; :meth:`step_wait` returns its result,
         as gymnasium's ``AsyncVectorEnv`` has them (in async mode, ``send``/``recv`` step some envs instead)."""
-        self._check_open()
+        self.check_open()
         if self._waiting is not None:
             self._refuse_pending("step_async")
         if self.batch_size != self.num_envs:
@@ -805,7 +515,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, None)
         except RuntimeError as exc:
-            self._refusal(exc, None)
+            self.step_refused(exc, None)
             raise
         self._waiting = AsyncState.WAITING_STEP
 
@@ -813,7 +523,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """The result of the step :meth:`step_async` started. Past ``timeout`` seconds (None: no limit) a
         :class:`WaitTimeout`, as :meth:`reset_wait`'s: the step stays pending, so ``step_wait`` again returns it.
         (In the native pool the waiting thread may step envs itself; the time-out is checked between envs.)"""
-        self._check_open()
+        self.check_open()
         timeout = check_timeout(timeout)
         if self._waiting is not AsyncState.WAITING_STEP:
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
@@ -825,15 +535,16 @@ class VectorEnv(gym.vector.VectorEnv):
         self._waiting, self._timed_out = None, False
         return self._result(r)
 
-    def _refusal(self, exc: RuntimeError, env_id: Any) -> None:
-        """A step the pool refused with ``exc``: ClosedError if the pool is closed, else the backend's more precise
-        exception if it has one (the caller re-raises ``exc`` otherwise)."""
-        self._check_open()
+    def step_refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """A step of ``env_id`` (every env if None) that the backend refused with ``exc``: raises ClosedError if the
+        pool is closed, else the backend's more precise exception if it has one (the caller re-raises ``exc``
+        otherwise). What :meth:`step` does with a refusal; for a front that steps :attr:`backend` itself."""
+        self.check_open()
         self._pool.refused(exc, env_id)
 
     def _refuse_step_of_every_env(self, call: str) -> None:
         """``call`` steps every env: an async pool (batch_size < num_envs) steps some at a time."""
-        self._check_open()
+        self.check_open()
         raise ValueError(
             f"{call} steps every env and needs batch_size == num_envs; in async mode use send(actions, env_id) "
             "and recv()"
@@ -845,7 +556,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self._reset_batches = []
 
     def _refuse_pending(self, call: str) -> None:
-        self._check_open()
+        self.check_open()
         pending = self._waiting.value if self._waiting is not None else ""
         raise AlreadyPendingCallError(
             f"Calling `{call}` while waiting for a pending call to `{pending}` to complete: "
@@ -859,7 +570,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """Starts a reset of every env (or of the idle envs in ``env_id``, with one seed each if any)
         and returns at once; results come from :meth:`recv` (or :meth:`recv_rest`). ``options`` go to each
         reset env's ``reset(options=...)``, as in :meth:`reset` (the envs to reset are ``env_id``'s)."""
-        self._check_open()
+        self.check_open()
         if self._waiting is not None:
             self._refuse_pending("async_reset")
         reset_mask, option_ids, env_options = reset_options(options)
@@ -880,7 +591,7 @@ class VectorEnv(gym.vector.VectorEnv):
         try:
             self._pool.send(actions, env_id)
         except RuntimeError as exc:
-            self._refusal(exc, env_id)
+            self.step_refused(exc, env_id)
             raise
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -896,7 +607,7 @@ class VectorEnv(gym.vector.VectorEnv):
         except TimeoutError as e:
             raise WaitTimeout(str(e)) from None
         except RuntimeError:
-            self._check_open()
+            self.check_open()
             raise
         return self._result(r)
 
@@ -926,7 +637,7 @@ class VectorEnv(gym.vector.VectorEnv):
         except TimeoutError as e:
             raise WaitTimeout(str(e)) from None
         except RuntimeError:
-            self._check_open()
+            self.check_open()
             raise
         return self._result(r)
 
@@ -950,7 +661,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def set_attr(self, name: str, values: Any) -> None:
         """Sets attribute ``name`` of every env (``env.set_wrapper_attr(name, value)``, as gymnasium's vector envs
         do): ``values`` is a list or tuple of one value per env, or any other object, set in every env."""
-        self._check_open()
+        self.check_open()
         if not isinstance(values, (list, tuple)):
             values = [values for _ in range(self.num_envs)]
         if len(values) != self.num_envs:
@@ -965,10 +676,10 @@ class VectorEnv(gym.vector.VectorEnv):
         mode): a Python env's ``render()``; a native env's ``(H, W, 3)`` uint8 frame (Atari: the emulator's screen;
         classic control: gymnasium's drawing of its state), which needs every env out of flight."""
         if self.render_mode is None:
-            self._check_open()
+            self.check_open()
             return None
         if self.entry is not None:
-            self._check_open()
+            self.check_open()
             return tuple(self._native_pool().frames(None))
         return self.call("render")
 
@@ -1004,7 +715,7 @@ class VectorEnv(gym.vector.VectorEnv):
         (``spec``, ``render_mode``, ``metadata``, its single-env spaces and its options, by name), raises an
         AttributeError naming the env for the others, and refuses every set.
         """
-        self._check_open()
+        self.check_open()
         if self._waiting is not None:
             self._refuse_pending(kind)
         if kind not in ENV_CALL_KINDS:
@@ -1057,9 +768,9 @@ class VectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
 
-    def _check_open(self) -> None:
-        """A call on a closed pool is refused as closed before its arguments are looked at (the backends do so
-        for the calls they check)."""
+    def check_open(self) -> None:
+        """Raises :class:`ClosedError` if the pool is closed: a call on a closed pool is refused as closed before
+        its arguments are looked at (the backends do so for the calls they check)."""
         if self._pool.closed:
             raise ClosedError("the pool is closed")
 
@@ -1114,10 +825,10 @@ class VectorEnv(gym.vector.VectorEnv):
         if reset_mask is not None:
             return r.obs, info
         # The rows of ids, in their order (a backend may have returned every env's row).
-        row = np.empty(self.num_envs, dtype=np.intp)
-        row[r.env_id] = np.arange(len(r.env_id))
-        pick = row[ids]
-        return _rows(self.single_observation_space, r.obs, pick), _info_rows_at(info, pick)
+        position = np.empty(self.num_envs, dtype=np.intp)
+        position[r.env_id] = np.arange(len(r.env_id))
+        pick = position[ids]
+        return rows(self.single_observation_space, r.obs, pick), info_rows_at(info, pick)
 
     def _info(self, r: _core.Result) -> dict[str, Any]:
         """A batch's info dict: the envs' own values (often none: a shared, empty mapping) and, in async mode,
@@ -1148,7 +859,7 @@ class VectorEnv(gym.vector.VectorEnv):
             if r.final_obs is not None:
                 boxed = np.full(len(done), None, dtype=object)
                 for i in np.flatnonzero(done).tolist():
-                    boxed[i] = _row(self.single_observation_space, r.final_obs, i)
+                    boxed[i] = row(self.single_observation_space, r.final_obs, i)
                 info["final_obs"], info["_final_obs"] = boxed, done.copy()
                 # The info of the step that ended each episode: the env's values and, when asked for, its
                 # statistics (info itself has the new episode's).
@@ -1172,58 +883,6 @@ class VectorEnv(gym.vector.VectorEnv):
             "t": seconds,
         }
         info["_episode"] = done.copy()
-
-
-def _info_rows_at(info: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
-    """The rows ``pick`` of a batched info dict (nested dicts, as gymnasium batches an env's dict values, too)."""
-    return {k: _info_rows_at(v, pick) if isinstance(v, Mapping) else v[pick] for k, v in info.items()}
-
-
-# The keys fastvec adds to a batch's info (not the envs' own).
-FASTVEC_INFO_KEYS = frozenset(("env_id", "episode_return", "episode_length", "final_obs", "final_info"))
-
-
-def info_rows(info: Mapping[str, Any], n: int, skip: frozenset[str] = FASTVEC_INFO_KEYS) -> list[dict[str, Any]]:
-    """A batched info dict as ``n`` per-env dicts, as each env returned it: a key is in row ``i`` where its
-    ``_key`` mask (if any) is set; numpy scalars become Python ones; nested dicts are unbatched too."""
-    rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key, value in info.items():
-        if key.startswith("_") or key in skip:
-            continue
-        mask = info.get("_" + key)
-        if isinstance(value, Mapping):
-            for i, sub in enumerate(info_rows(value, n, frozenset())):
-                if mask is None or mask[i]:
-                    rows[i][key] = sub
-            continue
-        for i in range(n) if mask is None else np.flatnonzero(mask).tolist():
-            v = value[i]
-            rows[i][key] = v.item() if isinstance(v, np.generic) else v
-    return rows
-
-
-def _merge_infos(infos: Sequence[Mapping[str, Any]], sizes: list[int], order: np.ndarray) -> dict[str, Any]:
-    """Info dicts of consecutive batches as one, rows permuted by ``order`` (a key missing in a batch: masked off)."""
-    out: dict[str, Any] = {}
-    for key in dict.fromkeys(k for info in infos for k in info):
-        parts = []
-        for info, size in zip(infos, sizes, strict=True):
-            if key in info:
-                parts.append(np.asarray(info[key]) if not isinstance(info[key], dict) else info[key])
-            else:
-                parts.append(None if not key.startswith("_") else np.zeros(size, dtype=bool))
-        if any(isinstance(p, dict) for p in parts):
-            out[key] = _merge_infos([p if isinstance(p, dict) else {} for p in parts], sizes, order)
-            continue
-        like = next(p for p in parts if p is not None)
-        filled = [
-            p
-            if p is not None
-            else np.full((size, *like.shape[1:]), None if like.dtype == object else 0, dtype=like.dtype)
-            for p, size in zip(parts, sizes, strict=True)
-        ]
-        out[key] = np.concatenate(filled)[order]
-    return out
 
 
 class PyVectorEnv(VectorEnv):

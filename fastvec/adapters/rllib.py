@@ -38,8 +38,10 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from fastvec._args import check_int
+from fastvec.batching import info_rows
+from fastvec.native import is_native
 from fastvec.registry import lookup
-from fastvec.vector import _is_native, info_rows, make
+from fastvec.vector import make
 
 try:
     import ray
@@ -142,7 +144,7 @@ def _checked(
     would refuse fails here, with its exception and words, not as an IndexError of RLlib's once a remote
     runner has failed to build its env (the error only in the worker's log). ``kwargs`` may gain options."""
     label = _label(env_id, "rllib_env", " (RLlib chooses num_envs: a list of constructors does not apply)")
-    native = isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python"
+    native = isinstance(env_id, str) and is_native(label) and kwargs.get("backend", "auto") != "python"
     if native:
         entry = lookup(label)
         label = entry.id
@@ -363,7 +365,7 @@ def configure_old_stack(
     """
     cpus = _runner_threads(config, num_threads)
     label = _label(env_id, "configure_old_stack")
-    if isinstance(env_id, str) and _is_native(label) and kwargs.get("backend", "auto") != "python":
+    if isinstance(env_id, str) and is_native(label) and kwargs.get("backend", "auto") != "python":
         make(label, num_envs, num_threads=cpus, **kwargs).close()  # fastvec.make's checks, in the driver
     else:
         _check_python_pool(num_envs, cpus)

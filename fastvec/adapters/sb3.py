@@ -29,7 +29,8 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
     raise ImportError("fastvec.sb3_vec needs Stable-Baselines3: pip install stable-baselines3") from e
 
 from fastvec._args import autoreset_mode_name
-from fastvec.vector import VectorEnv, info_rows, make
+from fastvec.batching import info_rows
+from fastvec.vector import VectorEnv, make
 
 
 class SB3VecEnv(VecEnv):

@@ -27,7 +27,8 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._args import autoreset_mode_name, check_timeout
-from fastvec.vector import VectorEnv, _row, info_rows, make
+from fastvec.batching import info_rows, row
+from fastvec.vector import VectorEnv, make
 
 
 class TianshouVectorEnv:
@@ -341,7 +342,7 @@ class TianshouVectorEnv:
         Dict/Tuple space (a dict/tuple of arrays) an object array of each env's dict/tuple."""
         if not self._structured:
             return obs
-        return _object_array([_row(self.env.single_observation_space, obs, i) for i in range(n)])
+        return _object_array([row(self.env.single_observation_space, obs, i) for i in range(n)])
 
     def _empty(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         space = self.env.single_observation_space

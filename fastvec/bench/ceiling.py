@@ -33,12 +33,12 @@ class LoopCeiling(Runner):
     def __init__(self, env_id: str, loops: int = 1, next_step: bool = True) -> None:
         import fastvec
         from fastvec import _core
-        from fastvec.vector import _env_options
+        from fastvec.native import env_options
 
         if env_id not in fastvec.list_envs():
             raise NotAvailable("not available in this build")
         entry = fastvec.registry.lookup(env_id)
-        options = _env_options(entry, {})  # the options fastvec.make(env_id) steps with: its defaults
+        options = env_options(entry, {})  # the options fastvec.make(env_id) steps with: its defaults
         self._loop = functools.partial(
             _core.loop_rate,
             entry.native,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastvec.envpool import EnvPoolSpec, _make, list_all_envs, make_dm, make_gymnasium, make_spec
+from fastvec.envpool import EnvPoolSpec, list_all_envs, make_dm, make_env, make_gymnasium, make_spec
 
 __all__ = ["EnvPoolSpec", "list_all_envs", "make", "make_dm", "make_gym", "make_gymnasium", "make_spec"]
 
@@ -22,8 +22,8 @@ __all__ = ["EnvPoolSpec", "list_all_envs", "make", "make_dm", "make_gym", "make_
 def make(task_id: str, env_type: str, **kwargs: Any) -> Any:
     """:func:`fastvec.envpool.make`, with ``env_type="gym"`` the 0.6-0.8 gym API (``gym_reset_return_info``
     False by default: ``reset()`` returns the observations only)."""
-    return _make(task_id, env_type, True, kwargs)
+    return make_env(task_id, env_type, True, kwargs)
 
 
 def make_gym(task_id: str, **kwargs: Any) -> Any:
-    return _make(task_id, "gym", True, kwargs)
+    return make_env(task_id, "gym", True, kwargs)

@@ -1,0 +1,342 @@
+"""The native backend: ``fastvec._core.Pool`` (C++ threads) as :class:`NativePool`, what its envs are as Python
+sees them, and the checking of the arguments it is made with (counts, episode limit, render mode, each env's
+options by kind). :func:`fastvec.vector.make_native` puts a :class:`fastvec.vector.VectorEnv` over it."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import fastvec._core as _core
+from fastvec import _render
+from fastvec._args import (
+    SET_KINDS,
+    ResetNeeded,
+    available_cores,
+    check_int,
+    check_observation_mode,
+    check_timeout,
+    refuse_reset_options,
+)
+from fastvec.mujoco_models import model_path
+from fastvec.registry import EnvEntry, lookup
+from fastvec.roms import rom_path
+
+
+def make_pool(
+    entry: EnvEntry,
+    num_envs: int | None,
+    *,
+    batch_size: int | None,
+    num_threads: int | None,
+    seed: int | None,
+    autoreset_mode: str,
+    max_episode_steps: int | None,
+    block_size: int | None,
+    env_kwargs: dict[str, Any],
+    vector_entry_point: Any,
+    info_layout: str = "gymnasium",
+    thread_affinity_offset: int = -1,
+) -> NativePool:
+    """``fastvec.make``'s native pool of ``entry``'s env, its arguments checked (``seed`` already; ``env_kwargs``:
+    the env's options, ``render_mode`` and ``observation_mode``); ``vector_entry_point``: its spec's, for
+    ``gymnasium.make_vec``. ``info_layout="envpool"`` makes each batch's info EnvPool's (``env_id``, ``players``,
+    the env's values, the pool's ``elapsed_step``); ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed
+    CPU ``(offset + t) % count`` (EnvPool's)."""
+    check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
+    num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
+    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
+    adapt_threads = num_threads is None  # the default count is a ceiling the pool adapts to the load (ThreadTuner)
+    if num_threads is None:
+        # Async: a caller waiting in recv() steps queued envs itself, so one worker fewer than the cores
+        # fills them (and leaves the caller a core for its policy); sync: the caller is one of num_threads.
+        cores = available_cores() if batch_size == num_envs else max(1, available_cores() - 1)
+        num_threads = max(1, min(cores, num_envs))
+    num_threads = check_int("num_threads", num_threads, 1, 1024)
+    if block_size is not None:
+        block_size = check_int("block_size", block_size, 1, num_envs)
+        if num_envs % block_size or batch_size % block_size:
+            raise ValueError(
+                f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
+            )
+    if max_episode_steps is None:
+        max_episode_steps = entry.max_episode_steps or 0
+    else:
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
+    render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
+    options = env_options(entry, env_kwargs)
+    return NativePool(
+        entry.native,
+        num_envs,
+        batch_size,
+        num_threads,
+        block_size or 0,
+        max_episode_steps,
+        autoreset_mode,
+        secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
+        options.numbers,
+        options.texts,
+        adapt_threads=adapt_threads,
+        range_options=options.ranges,
+        entry=entry,
+        keywords={**entry.options, **env_kwargs},
+        max_episode_steps=max_episode_steps or None,
+        vector_entry_point=vector_entry_point,
+        info_layout=info_layout,
+        thread_affinity_offset=thread_affinity_offset,
+        render_mode=render_mode,
+    )
+
+
+def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
+    """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, classic
+    control drawn by gymnasium); a ValueError naming render_mode otherwise."""
+    if render_mode is None:
+        return None
+    modes = render_modes(entry)
+    if render_mode not in modes:
+        raise ValueError(
+            f"render_mode must be None or one of {modes} for fastvec's native {entry.id} (frames as numpy arrays; "
+            f"no window), got {render_mode!r}"
+        )
+    return render_mode
+
+
+def render_modes(entry: EnvEntry) -> list[str]:
+    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None) else []
+
+
+class NativePool(_core.Pool):
+    """The native backend: ``fastvec._core.Pool`` and what its envs are as Python sees them. A native env has no
+    Python object: :meth:`env_call` answers the attributes it really has (``spec``, ``render_mode``,
+    ``metadata``, the single-env ``observation_space``/``action_space``, and each option it was made with, by
+    name) and raises an AttributeError naming the env for the rest; nothing can be set."""
+
+    def __init__(
+        self,
+        *pool_args: Any,
+        adapt_threads: bool = False,
+        entry: EnvEntry,
+        keywords: dict[str, Any],
+        max_episode_steps: int | None,
+        vector_entry_point: Any,
+        info_layout: str = "gymnasium",
+        thread_affinity_offset: int = -1,
+        render_mode: str | None = None,
+        range_options: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
+        its episode limit and ``gymnasium.make_vec``'s entry point, for its spec; ``info_layout`` and
+        ``thread_affinity_offset``: ``_core.Pool``'s;
+        ``render_mode``: None or "rgb_array" (checked by make)."""
+        super().__init__(
+            *pool_args,
+            adapt_threads=adapt_threads,
+            info_layout=info_layout,
+            thread_affinity_offset=thread_affinity_offset,
+            range_options=range_options or {},
+        )
+        spec = self.spec()
+        self.label = f"fastvec's native {entry.id}"
+        self.single_observation_space = _space("obs", spec)
+        self.single_action_space = _space("action", spec)
+        #: What :meth:`env_call` answers, by name (make_native takes the spec, metadata and render mode from it).
+        self.attributes: dict[str, Any] = {
+            **keywords,
+            # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) and, one env,
+            # gymnasium.make(spec) (as the spec fastvec registers with gymnasium, with the options and episode
+            # limit of this pool). The single env's entry point is the one registered at import fastvec
+            # (fastvec._gymnasium), taken from gymnasium's registry: _single_env builds on fastvec.vector.
+            "spec": gym.envs.registration.EnvSpec(
+                id=f"fastvec/{entry.id}",
+                entry_point=_registered_entry_point(entry.id),
+                vector_entry_point=vector_entry_point,
+                max_episode_steps=max_episode_steps,
+                reward_threshold=entry.reward_threshold,
+                kwargs=dict(keywords),
+            ),
+            "render_mode": render_mode,
+            "metadata": {"render_modes": render_modes(entry)},
+            "observation_space": self.single_observation_space,
+            "action_space": self.single_action_space,
+        }
+        self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
+        self._env_id = entry.id
+        self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
+
+    def frames(self, env_id: Any = None) -> np.ndarray:
+        """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
+        if env_id is not None and not np.size(env_id):
+            raise ValueError("env_id must name at least one env to render, got none")
+        if self._own_frames:
+            return self.peek(env_id, True)
+        return _render.draw(self._env_id, self.peek(env_id, False))
+
+    def refused(self, exc: RuntimeError, env_id: Any) -> None:
+        """Raises ResetNeeded (from ``exc``) if a step of ``env_id`` (every env if None), which the pool refused,
+        named an env that was never reset.
+
+        A step of an env that was never reset is refused by the C++ pool with a RuntimeError; gymnasium's and
+        SB3's vector envs pass it to the env, whose OrderEnforcing raises gymnasium's ResetNeeded. Knowing which
+        envs were reset, the refusal is raised as fastvec's ResetNeeded (both), without reading the C++ message,
+        and at no cost to the steps that go through (the façade calls this only for a refusal)."""
+        if self.closed:
+            return
+        ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id).reshape(-1)
+        fresh = ids[~self._ever_reset[ids]]
+        if len(fresh):
+            raise ResetNeeded(
+                f"env {fresh[0]} has not been reset: cannot call env.step() before calling env.reset(); "
+                "call reset() or async_reset() first"
+            ) from exc
+
+    def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
+        """A batch (the envs in flight, when fewer than ``rows`` and ``batch_size``): a native env never waits on
+        anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
+        checked and has nothing to cut short."""
+        check_timeout(timeout)
+        rows = check_int("rows", rows, 1)
+        return self.recv() if rows >= self.batch_size else self.recv_rest()
+
+    def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
+        if kind in SET_KINDS:
+            raise AttributeError(
+                f"{self.label} has no Python env object: its attributes cannot be set ({name!r}); its options are "
+                "keyword arguments of fastvec.make"
+            )
+        if kind == "is_wrapped":  # no gymnasium wrapper wraps a native env
+            return [False] * len(env_id)
+        if name not in self.attributes:
+            known = ", ".join(sorted(self.attributes))
+            raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
+        value = self.attributes[name]
+        if kind == "method":  # SB3's env_method calls what it gets
+            raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
+        return [copy.deepcopy(value) for _ in range(len(env_id))]
+
+    def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
+        """``_core.Pool.send_reset``; a native env has no ``reset(options=...)``: options are refused."""
+        refuse_reset_options(self.label, options)
+        super().send_reset(env_id, seeds)
+        self._ever_reset[slice(None) if env_id is None else env_id] = True
+
+    def reset_envs(
+        self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
+    ) -> _core.Result:
+        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
+        refuse_reset_options(self.label, options)
+        result = super().reset_envs(env_id, seeds, all_rows)
+        self._ever_reset[env_id] = True
+        return result
+
+
+def _registered_entry_point(env_id: str) -> Any:
+    """The single-env entry point gymnasium has for ``fastvec/{env_id}`` (None for an id not registered there)."""
+    registered = gym.registry.get(f"fastvec/{env_id}")
+    return None if registered is None else registered.entry_point
+
+
+def is_native(env_id: str) -> bool:
+    """True when ``env_id`` has a native port; an id gymnasium does not know either gets lookup's error."""
+    try:
+        lookup(env_id)
+    except ValueError:
+        if env_id in gym.registry:
+            return False
+        raise
+    return True
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """A native env's keyword arguments, checked and sorted by kind for ``_core.Pool``: numbers, texts (files
+    resolved to paths, ROMs filled in) and (low, high) ranges; its C++ option table fills in the defaults of the
+    others and checks ranges."""
+
+    numbers: dict[str, float]
+    texts: dict[str, str]
+    ranges: dict[str, tuple[float, float]]
+
+
+def env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
+    """The keyword arguments for the env, checked and sorted by kind (a TypeError naming an unknown one and the
+    accepted ones; a TypeError or ValueError naming a value of the wrong kind)."""
+    kinds = {o.name: o.kind for o in entry.option_specs}
+    numbers: dict[str, float] = {}
+    texts: dict[str, str] = {"rom": str(rom_path(entry.rom))} if entry.rom else {}
+    ranges: dict[str, tuple[float, float]] = {}
+    for name, value in kwargs.items():
+        if name not in entry.options:
+            accepted = ", ".join(sorted(entry.options)) or "none"
+            raise TypeError(f"{entry.id} got an unexpected keyword argument {name!r} (accepted: {accepted})")
+        kind = kinds[name]
+        if kind == "file":
+            if not isinstance(value, (str, os.PathLike)):
+                raise TypeError(f"{entry.id} option {name!r} must be a path (str), got {type(value).__name__}")
+            continue  # resolved below, with the default
+        if kind == "int|str":
+            texts[name] = _index_or_name(entry, name, value)
+            continue
+        if kind == "range":
+            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+                raise TypeError(f"{entry.id} option {name!r} must be a (low, high) pair of numbers, got {value!r}")
+            for v in value:
+                if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+                    raise TypeError(f"{entry.id} option {name!r} must hold numbers, got {value!r}")
+            low, high = (_as_float(entry, name, v) for v in value)
+            if math.isnan(low) or math.isnan(high):
+                raise ValueError(f"{entry.id} option {name!r} must not hold NaN, got {value!r}")
+            ranges[name] = (low, high)
+            continue
+        if not isinstance(value, (bool, int, float, np.integer, np.floating)):
+            raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
+        number = _as_float(entry, name, value)
+        if not math.isfinite(number):
+            raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
+        numbers[name] = number
+    for name, kind in kinds.items():
+        if kind == "file":
+            texts[name] = str(model_path(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
+    return EnvOptions(numbers, texts, ranges)
+
+
+def _as_float(entry: EnvEntry, name: str, value: Any) -> float:
+    """``value`` as a float; a ValueError naming the option for an int too large for one."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{entry.id} option {name!r} is too large for a float64, got {value}") from None
+
+
+def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
+    """An index-or-name option (Ant's main_body) as its C++ table takes it: "index:<n>" or "name:<s>"."""
+    if isinstance(value, str) and value:
+        return f"name:{value}"
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{entry.id} option {name!r} must be an int or a name (str), got {value!r}")
+    if value < 0:
+        raise ValueError(f"{entry.id} option {name!r} must be a body index >= 0 or a body name, got {value}")
+    return f"index:{int(value)}"
+
+
+def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
+    if kind == "obs":
+        dtype = np.dtype(spec["obs_dtype"])
+        shape = tuple(spec["obs_shape"])
+        low = np.asarray(spec["obs_low"], dtype=np.float64).reshape(shape).astype(dtype)
+        high = np.asarray(spec["obs_high"], dtype=np.float64).reshape(shape).astype(dtype)
+        return gym.spaces.Box(low, high, shape, dtype)
+    if spec["num_actions"] > 0:
+        return gym.spaces.Discrete(spec["num_actions"])
+    shape = tuple(spec["action_shape"])
+    low = np.asarray(spec["action_low"], dtype=np.float32).reshape(shape)
+    high = np.asarray(spec["action_high"], dtype=np.float32).reshape(shape)
+    return gym.spaces.Box(low, high, shape, np.float32)

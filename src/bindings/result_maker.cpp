@@ -1,0 +1,117 @@
+#include "result_maker.hpp"
+
+#include <iterator>
+#include <type_traits>
+
+#include "core/spec.hpp"
+#include "result_type.hpp"
+
+namespace fastvec::bindings {
+namespace {
+
+using core::Batch;
+
+// A writable numpy array of `dtype` viewing `data` (C-contiguous when `strides` is null), owned by `owner`.
+// numpy's C API directly: pybind11's constructors build shape and stride vectors, a few hundred
+// nanoseconds an array, and a step returns one array per field.
+py::object view(const py::dtype& dtype, int nd, const py::ssize_t* shape, const py::ssize_t* strides, void* data,
+                const py::handle& owner) {
+  auto& api = py::detail::npy_api::get();
+  PyObject* arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, dtype.inc_ref().ptr(), nd, shape, strides, data,
+                                            py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr);  // steals dtype
+  if (arr == nullptr) throw py::error_already_set();
+  if (api.PyArray_SetBaseObject_(arr, owner.inc_ref().ptr()) != 0) {  // steals owner
+    Py_DECREF(arr);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(arr);
+}
+
+}  // namespace
+
+void ResultMaker::prepare(const core::PoolBase& pool) {
+  const core::Spec& s = pool.spec();
+  obs_shape_ = {pool.batch_size()};
+  obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
+  obs_dtype_ = py::dtype(pool.obs_dtype());
+  reward_dtype_ = py::dtype(pool.reward_dtype());
+  const std::vector<size_t> offsets = core::info_offsets(s.info);
+  info_row_bytes_ = static_cast<py::ssize_t>(core::info_row_bytes(s.info, s.info_masks));
+  info_mask_offset_ = static_cast<py::ssize_t>(core::info_mask_offset(s.info));
+  for (size_t k = 0; k < s.info.size(); ++k)
+    info_columns_.push_back({py::str(s.info[k].name), py::str("_" + s.info[k].name),
+                             py::dtype(core::info_dtype(s.info[k].type)), static_cast<py::ssize_t>(offsets[k]),
+                             static_cast<py::ssize_t>(s.info[k].size), s.info[k].at_reset});
+  info_masks_ = s.info_masks;
+  info_layout_->prepare(info_columns_, info_masks_);
+}
+
+py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) const {
+  Batch* b = batch.get();
+  py::capsule owner(new std::shared_ptr<Batch>(std::move(batch)),
+                    [](void* p) { delete static_cast<std::shared_ptr<Batch>*>(p); });
+  auto vec = [&](auto* ptr) {
+    using T = std::remove_pointer_t<decltype(ptr)>;
+    return view(py::dtype::of<T>(), 1, &rows, nullptr, ptr, owner);
+  };
+  std::vector<py::ssize_t> obs_shape = obs_shape_;
+  obs_shape[0] = rows;
+  const int obs_nd = static_cast<int>(obs_shape.size());
+  // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size), and its "_name"
+  // mask: with Spec::info_masks, the pool's column of the row (a view of its own memory: a caller may change
+  // one mask in place, as gymnasium's are separate arrays); without, in final_info only, a copy of `ended`.
+  // As gymnasium's vector envs, a key that no row has is left out (a reset's info lacks a step's keys).
+  auto columns = [&](std::byte* p, const py::handle& into, bool final) {
+    for (size_t k = 0; k < info_columns_.size(); ++k) {
+      const InfoColumn& c = info_columns_[k];
+      std::byte* mask = p + info_mask_offset_ + static_cast<py::ssize_t>(k);
+      if (info_masks_ && !final) {
+        bool any = false;
+        for (py::ssize_t r = 0; r < rows && !any; ++r) any = mask[r * info_row_bytes_] != std::byte{0};
+        if (!any) continue;
+      }
+      const py::ssize_t item = c.dtype.itemsize();
+      const py::ssize_t shape[2] = {rows, c.size}, strides[2] = {info_row_bytes_, item};
+      set_item(into, c.key, view(c.dtype, c.size == 1 ? 1 : 2, shape, strides, p + c.offset, owner));
+      if (info_masks_) {
+        set_item(into, c.mask_key, view(bool_dtype_, 1, &rows, &info_row_bytes_, mask, owner));
+      } else if (final) {
+        set_item(into, c.mask_key, vec(b->ended()).attr("copy")());
+      }
+    }
+  };
+  py::object none = py::none();
+  py::object env_id = vec(b->env_id());
+  // The layout's keys, then the columns. Envs without info values (most) share one empty, read-only
+  // mapping: no dict per step.
+  py::object info = info_layout_->begin(env_id);
+  if (info) {
+    columns(b->info(0), info, false);
+  } else {
+    info = no_info_;
+  }
+  py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
+  if (b->num_ended.load(std::memory_order_relaxed) > 0) {
+    ended = vec(b->ended());
+    ep_return = vec(b->episode_return());
+    ep_length = vec(b->episode_length());
+    if (b->layout().with_final_obs) {
+      final_obs = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
+      py::dict finals;
+      columns(b->final_info(0), finals, true);
+      final_info = finals;
+    }
+  }
+  py::object items[] = {view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->obs(0), owner),
+                        view(reward_dtype_, 1, &rows, nullptr, b->reward_bytes(), owner),
+                        vec(b->terminated()), vec(b->truncated()), env_id, ended, ep_return, ep_length,
+                        final_obs, info, final_info};
+  static_assert(std::size(items) == kNumResultFields);
+  PyObject* fields[kNumResultFields];
+  for (int i = 0; i < kNumResultFields; ++i) fields[i] = items[i].release().ptr();
+  PyObject* r = new_result(fields);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
+}  // namespace fastvec::bindings
