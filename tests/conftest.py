@@ -25,8 +25,8 @@ from fastvec.roms import ATARI_ID
 MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 
 
-# The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py every
-# MuJoCo env): the registry-driven tests take one env of each.
+# The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
+# every MuJoCo env): the registry-driven tests take one env of each.
 COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
 
 

@@ -1,5 +1,5 @@
-"""Envs for tests/compat/tianshou/test_adapter_tianshou.py, in a module of their own: a worker process of the Python-env pool
-imports the module that defines an env class, and this one imports no Tianshou (nor torch)."""
+"""Envs for tests/compat/tianshou/test_adapter_tianshou.py, in a module of their own: a worker process of the
+Python-env pool imports the module that defines an env class, and this one imports no Tianshou (nor torch)."""
 
 from __future__ import annotations
 
