@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from fastvec import _core
+import fastvec._core as _core
 from fastvec.pyenv.layout import MESSAGE_HEADER, wait_readable, wait_ready
 
 POLL_SECONDS = 0.25  # how often a blocked parent looks at its workers' health
