@@ -117,8 +117,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._fallback_logged: set[str] = set()
         self._cols: SampleColumns | None = None
         # What the process holds once Ray, torch and the runner are built (some 400k objects) is
-        # long-lived: frozen, the cyclic GC stops walking it in every full collection, which took one
-        # sample() call in three or four to half speed (CartPole, 64 and 256 envs).
+        # long-lived: frozen, the cyclic GC stops walking it in every full collection, which slowed
+        # sample() calls (docs/performance.md).
         gc.collect()
         gc.freeze()
 

@@ -216,9 +216,9 @@ def configure(
     keeps RLlib's ``SingleAgentEnvRunner``. Returns ``config``.
 
     ``num_envs``, ``num_threads`` and ``kwargs`` get fastvec.make's checks here, in the driver, with its
-    exceptions and words: a native env's pool is made as each runner will make it (``num_envs`` envs; an Atari
-    env takes some 15 ms to make) and closed; for an env of the Python-env pool, whose worker processes are not
-    started here, ``num_envs`` and ``num_threads`` are checked as fastvec.make checks them.
+    exceptions and words: a native env's pool is made as each runner will make it (``num_envs`` envs, quick to
+    make even for Atari: docs/performance.md) and closed; for an env of the Python-env pool, whose worker
+    processes are not started here, ``num_envs`` and ``num_threads`` are checked as fastvec.make checks them.
 
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """

@@ -35,7 +35,7 @@ from fastvec.bench.work import ATARI, is_atari, is_mujoco
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
-ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, ~0.1 s to load each
+ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, each loading its ROM
 MUJOCO_NUM_ENVS = (1, 8, 32)  # MuJoCo's: thousands of steps/s per env, where CartPole does millions
 QUICK_NUM_ENVS = (8, 256)
 # The default run: one configuration per library (sweeps over threads take --contenders '*').

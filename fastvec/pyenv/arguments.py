@@ -76,12 +76,11 @@ def count_workers(num_workers: int | str | None, num_envs: int) -> int:
     batches, the policy), so that no two processes fight for a core. A worker steps its envs one after another,
     so envs that wait (I/O, a simulator over a socket, ``time.sleep``) wait one after another: they want
     ``num_workers="per_env"``, one process per env as SubprocVecEnv, SubprocVectorEnv and AsyncVectorEnv run
-    them. Measured with ``benchmarks/bench_pyenv.py`` on 2 (busy) cores, steps/s of the default (1 worker) vs
-    "per_env": envs that sleep 5 ms a step, 174 vs 1,026 (8 envs; SB3's SubprocVecEnv 1,077) and 183 vs 4,095
-    (32 envs; SubprocVecEnv 3,369); CartPole, 7,893 vs 6,112 (8 envs) and 10,726 vs 3,893 (32 envs: every step
-    wakes 32 processes on 2 cores); HeavyEnv (numpy work), 5,955 vs 5,341 (8) and 6,098 vs 5,586 (32). One
-    process per env would cost computing envs up to 2.8x (and a process's memory per env); one worker per core
-    costs waiting envs a factor of their number. The pool cannot tell beforehand which kind it was given, and
+    them. Measured with ``benchmarks/bench_pyenv.py`` (docs/performance.md): envs that sleep step several times
+    faster "per_env" than by default, about as fast as SubprocVecEnv; envs that compute step slower "per_env",
+    the more so the more envs (every step wakes a process per env). One process per env costs computing envs
+    speed (and a process's memory per env); one worker per core costs waiting envs a factor of their number.
+    The pool cannot tell beforehand which kind it was given, and
     guessing from the first steps' timings would change its speed and its processes behind the user's back
     (and misjudge envs that wait only sometimes), so the default stays the one that is right for envs that
     compute, and "per_env" is the documented answer for envs that wait."""

@@ -153,7 +153,7 @@ class PyEnvPool:
         self._worker_of = np.repeat(np.arange(num_workers), counts).astype(np.int32)
         self._all_ids = np.arange(n, dtype=np.int32)
         # Spinning pays only when a core is free for it; on a full machine it steals the core a worker
-        # (or the parent) needs, and blocking at once is faster (measured: 1.6x on 2 cores, 2 workers).
+        # (or the parent) needs, and blocking at once is faster (measured: docs/performance.md).
         spare_core = available_cores() > num_workers
         self._spin = SPIN_SECONDS if spare_core else 0.0
         config = {

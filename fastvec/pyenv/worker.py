@@ -229,7 +229,7 @@ def _trace(exc: BaseException) -> str:
 
 
 def _dumps(value: Any) -> bytes:
-    """``value`` pickled for the parent: by pickle (three times faster), or by cloudpickle what pickle cannot
+    """``value`` pickled for the parent: by pickle (the faster), or by cloudpickle what pickle cannot
     do (a lambda; an instance of a class defined in the main script, which cloudpickle sent by value)."""
     try:
         return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)

@@ -9,8 +9,8 @@
 namespace fastvec::bindings {
 
 // Counts the forks of this process's line: each fork() bumps it in the child (count_forks, called when the
-// module loads), so a pool made before a fork sees another generation in the child. Asked on every call:
-// getpid() there was a system call, 3% of a CartPole-8 step.
+// module loads), so a pool made before a fork sees another generation in the child. Asked on every call,
+// where getpid() was a system call that showed in small-batch stepping (docs/performance.md).
 inline std::atomic<unsigned> fork_generation{0};
 
 inline void count_forks() {

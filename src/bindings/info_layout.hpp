@@ -41,7 +41,8 @@ inline void set_item(const py::handle& dict, const py::handle& key, const py::ha
 }
 
 // A new dict with the keys (and order) of `model`: a copy of its table, where building one key by key
-// allocated and grew it (EnvPool's info dicts, made on every step: 0.2 us a step of 8 CartPoles).
+// allocated and grew it (EnvPool's info dicts, made on every step: it showed in small-batch stepping, see
+// docs/performance.md).
 inline py::dict copy_dict(const py::dict& model) {
   PyObject* d = PyDict_Copy(model.ptr());
   if (d == nullptr) throw py::error_already_set();

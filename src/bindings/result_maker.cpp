@@ -12,8 +12,8 @@ namespace {
 using core::Batch;
 
 // A writable numpy array of `dtype` viewing `data` (C-contiguous when `strides` is null), owned by `owner`.
-// numpy's C API directly: pybind11's constructors build shape and stride vectors, a few hundred
-// nanoseconds an array, and a step returns one array per field.
+// numpy's C API directly: pybind11's constructors build shape and stride vectors for each array, and a
+// step returns one array per field (docs/performance.md).
 py::object view(const py::dtype& dtype, int nd, const py::ssize_t* shape, const py::ssize_t* strides, void* data,
                 const py::handle& owner) {
   auto& api = py::detail::npy_api::get();

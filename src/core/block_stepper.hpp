@@ -412,8 +412,8 @@ class BlockStepper {
       for (int i = 0; i < n; ++i) write_obs(env, s, base, i, obs + static_cast<size_t>(i) * obs_size_);
     }
     if (!kHasInfo && elapsed_info_ && !info_masks_) {  // the pool's elapsed_step alone (EnvPool's classic
-      std::byte* row = out.info(row0) + elapsed_offset_;  // control): a strided copy, where write_info's
-      for (int i = 0; i < n; ++i, row += info_bytes_)     // branches per row cost ~3 ns a row (CartPole: 10%)
+      std::byte* row = out.info(row0) + elapsed_offset_;  // control): a strided copy; write_info's per-row
+      for (int i = 0; i < n; ++i, row += info_bytes_)     // branches showed in CartPole (docs/performance.md)
         std::memcpy(row, &elapsed[static_cast<size_t>(base + i)], sizeof(int32_t));
     } else if (kHasInfo || elapsed_info_) {
       for (int i = 0; i < n; ++i) write_info(env, i, base + i, out.info(row0 + i), s.step_info[i], s.has_info[i]);

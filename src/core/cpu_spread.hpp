@@ -7,13 +7,12 @@
 // and worker on one CPU, the busy loop alone on the other" is as balanced
 // (2 and 1) as "caller alone, worker beside the busy loop", so the balancer
 // never separates them, and a wake-up tends to place the woken worker next
-// to the thread that woke it. Measured (AMD EPYC, 2 cores, Pong 8 sync,
-// num_threads=2, one busy loop): the caller and the worker sat on one CPU in
-// 4 samples of 5 and got 0.5 of a core each, the busy loop a whole one, and
-// the step ran no faster than num_threads=1 (2.35k steps/s, 1 thread 2.27k).
-// Kept apart, the pool's threads get the share the OS gives each thread:
-// a CPU to one, half of the other to the other (2.7k); with the lending
-// below, 3.16k (1 thread 2.41k, the same run).
+// to the thread that woke it. Measured on 2 cores beside one busy loop (see
+// docs/performance.md): the caller and the worker mostly sat on one CPU and
+// shared it, the busy loop had the other to itself, and a 2-thread sync pool
+// stepped no faster than one thread. Kept apart, the pool's threads get the
+// share the OS gives each thread (a CPU to one, half of the other to the
+// other), and with the lending below they step faster still.
 // Apart, a sync step still waits for the block that the worker holds while
 // the OS runs the busy process in its place, for a scheduler slice of a
 // millisecond or more, and meanwhile the caller, its own blocks done, only

@@ -16,5 +16,5 @@
 // stretches of scalar code (an Atari env's per-step preprocessing, between
 // emulated frames). Dense 512-bit multiplies or float arithmetic there put
 // the core in a lower-frequency AVX-512 licence for a while, and the scalar
-// code after them pays: the emulator ran 6-10% slower on this project's
-// Xeon. 512-bit shuffles, adds and compares do not do it.
+// code after them pays: the emulator ran measurably slower behind them
+// (docs/performance.md). 512-bit shuffles, adds and compares do not do it.

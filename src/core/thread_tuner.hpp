@@ -8,8 +8,8 @@
 // thread has a core and more threads are faster. When another process takes
 // cores (the learner, a second runner), the OS time-slices the pool's
 // threads with it, and a thread descheduled for a few milliseconds holds the
-// whole step: on 2 cores with one taken, 2 threads stepped CartPole 4096 at
-// 0.85x of 1 thread and Pong 8 at about 1x. (CpuSpread, cpu_spread.hpp, has
+// whole step: on 2 cores with one taken, 2 threads stepped CartPole and Pong
+// no faster than 1 (docs/performance.md). (CpuSpread, cpu_spread.hpp, has
 // since won most of that back: with one core taken, 2 threads now step both
 // faster than 1. Whether they do depends on how many cores are left and on
 // the env, and is still only measured.) Neither the machine's core count
@@ -24,15 +24,16 @@
 // Probes down (one thread fewer) run only while the process is being
 // preempted: its involuntary context switches, counted over the epochs
 // since the last probe (at least kMinCooldown, at most about kWindowNs),
-// exceed kPreemptedPerThreadPerSecond for each thread stepping. Measured on
-// 2 cores with a 2-thread pool: about 30 a second idle (kernel threads),
-// 230 (Pong) to 1,100 (CartPole) with one busy loop beside it; one epoch of
-// 40 ms is too short to tell (two preemptions in it are 50 a second). So an
-// idle machine does not pay for probes down. Probes up run whenever a
-// thread is parked, since a parked thread cannot show that the load went
-// away. A probe that changes nothing doubles the wait before the next
-// (kMinCooldown to kMaxCooldown epochs), so a stable machine spends about
-// 3% of its epochs, at worst, probing a slower count.
+// exceed kPreemptedPerThreadPerSecond for each thread stepping. The
+// threshold lies between the rate an idle machine's kernel threads cause and
+// the rate one busy loop beside the pool causes, well apart when counted over
+// such a window (docs/performance.md); one epoch of 40 ms is too short to
+// tell (two preemptions in it are 50 a second). So an idle machine does not
+// pay for probes down. Probes up run whenever a thread is parked, since a
+// parked thread cannot show that the load went away. A probe that changes
+// nothing doubles the wait before the next (kMinCooldown to kMaxCooldown
+// epochs), so a stable machine spends about 3% of its epochs, at worst,
+// probing a slower count.
 
 #include <algorithm>
 #include <cstdint>

@@ -1,8 +1,9 @@
 // fastvec's stand-in for ALE's environment/phosphor_blend.cpp, compiled in
 // its place (cmake/ale.cmake). ALE's version fills a 256x256 colour-average
-// table and a 64^3 RGB table in every emulator's constructor: ~0.15 s, 87% of
-// the time it takes to load a ROM, and 0.5 MB of memory per env. The tables
-// serve only ALE's "color_averaging" setting, which fastvec never turns on.
+// table and a 64^3 RGB table in every emulator's constructor: most of the
+// time it takes to load a ROM (docs/performance.md), and 0.5 MB of memory
+// per env. The tables serve only ALE's "color_averaging" setting, which
+// fastvec never turns on.
 // Here construction costs nothing and the tables' pages are never touched.
 
 #include <cstdio>
