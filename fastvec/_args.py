@@ -16,7 +16,7 @@ MODES = {
 }
 _MAX_SEED = 2**64
 
-# What VectorEnv.env_call runs on each env, as the upstream vector envs do it (the worker's _ENV_CALLS):
+# What VectorEnv.env_call runs on each env, as the upstream vector envs do it (pyenv.worker_calls._ENV_CALLS):
 ENV_CALL_KINDS = (
     "get",  # env.get_wrapper_attr(name): SB3's get_attr, Tianshou's get_env_attr
     "call",  # get_wrapper_attr(name), called with the arguments if callable: gymnasium's call and get_attr

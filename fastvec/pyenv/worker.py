@@ -21,8 +21,9 @@ Env calls (``VectorEnv.call``, ``get_attr``, ``set_attr`` and the adapters' ``en
 writes a framed request to this worker's call pipe (header: the call's sequence number and size; payload:
 the kind, the attribute name, and per target env its id and its pickled arguments); the worker reads it
 whenever it waits for requests (so after the steps already asked of it) and without blocking (a request
-in pieces waits for the rest), runs it on each target env in order and answers with one side-channel
-message keyed ``-1 - index``: the sequence number and, per env, its pickled result or its exception.
+in pieces waits for the rest), runs it on each target env in order (:mod:`fastvec.pyenv.worker_calls`) and
+answers with one side-channel message keyed ``-1 - index``: the sequence number and, per env, its pickled result
+or its exception.
 
 Each side writes its data before the counter that publishes it and reads the
 counter before the data; that is enough on x86 (stores are seen in program
@@ -38,7 +39,6 @@ import pickle
 import signal
 import time
 import traceback
-from collections.abc import Callable
 from multiprocessing import parent_process, reduction
 from typing import Any
 
@@ -64,6 +64,7 @@ from fastvec.pyenv.layout import (
     unflatten,
     wait_readable,
 )
+from fastvec.pyenv.worker_calls import call_env, error_report
 
 SPIN_SECONDS = 50e-6  # how long a worker polls for the next request before it blocks
 
@@ -155,100 +156,6 @@ def _declared_space(env: Any, e: int, kind: str) -> Any:
             "gymnasium.spaces.Space"
         )
     return space
-
-
-def _get(env: Any, name: str) -> Any:
-    """``env.get_wrapper_attr(name)``: the attribute of the outermost wrapper that has it (plain getattr for an
-    env that is not a gymnasium.Env)."""
-    get = getattr(env, "get_wrapper_attr", None)
-    return get(name) if get is not None else getattr(env, name)
-
-
-def _call(env: Any, name: str, args: tuple, kwargs: dict) -> Any:
-    attr = _get(env, name)
-    return attr(*args, **kwargs) if callable(attr) else attr
-
-
-def _set(env: Any, name: str, args: tuple, kwargs: dict) -> None:
-    setter = getattr(env, "set_wrapper_attr", None)
-    if setter is not None:
-        setter(name, args[0])
-    else:
-        setattr(env, name, args[0])
-
-
-def _is_wrapped(env: Any, name: str, args: tuple, kwargs: dict) -> bool:
-    """SB3's ``env_util.is_wrapped``: whether a gymnasium.Wrapper of class ``args[0]`` is in the env's chain."""
-    import gymnasium as gym
-
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, args[0]):
-            return True
-        env = env.env
-    return False
-
-
-# The kinds of fastvec._args.ENV_CALL_KINDS, each as the upstream vector env it stands for runs it.
-_ENV_CALLS: dict[str, Callable[[Any, str, tuple, dict], Any]] = {
-    "get": lambda env, name, args, kwargs: _get(env, name),
-    "call": _call,
-    "method": lambda env, name, args, kwargs: _get(env, name)(*args, **kwargs),
-    "set": _set,
-    "set_outer": lambda env, name, args, kwargs: setattr(env, name, args[0]),
-    "set_unwrapped": lambda env, name, args, kwargs: setattr(env.unwrapped, name, args[0]),
-    "is_wrapped": _is_wrapped,
-}
-
-
-def _call_env(env: Any, kind: str, name: str, blob: bytes) -> tuple:
-    """Runs one env call; its reply: ``("ok", pickled result)``, ``("error", pickled exception or None, type name,
-    message, traceback)`` or ``("unpicklable", type name of the result, why)``."""
-    try:
-        args, kwargs = pickle.loads(blob)  # per env: each env gets its own copy of the arguments
-        value = _ENV_CALLS[kind](env, name, args, kwargs)
-    except Exception as exc:
-        try:
-            exc_blob: bytes | None = _dumps(exc)
-        except Exception:
-            exc_blob = None
-        return ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc))
-    try:
-        return ("ok", _dumps(value))
-    except Exception as exc:
-        return ("unpicklable", _type_name(type(value)), f"{type(exc).__name__}: {exc}")
-
-
-def _trace(exc: BaseException) -> str:
-    """The traceback of ``exc`` from the env's frames on (all of it if it has none). A function of its own: a
-    local that holds a traceback in the frame that caught it would keep that frame, and the frames above it
-    (the loop's, with its views of the shared mapping), alive in a reference cycle."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-
-
-def _dumps(value: Any) -> bytes:
-    """``value`` pickled for the parent: by pickle (the faster), or by cloudpickle what pickle cannot
-    do (a lambda; an instance of a class defined in the main script, which cloudpickle sent by value)."""
-    try:
-        return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    except Exception:
-        import cloudpickle
-
-        return cloudpickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-
-
-def _text(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:
-        return "<its str() failed>"
-
-
-def _type_name(cls: type) -> str:
-    module = getattr(cls, "__module__", "")
-    return cls.__qualname__ if module in ("builtins", "") else f"{module}.{cls.__qualname__}"
 
 
 def run(
@@ -461,7 +368,7 @@ class _Worker:
             if kind == RESET_OPTIONS:  # not a call: filed for the resets the parent sends next
                 self.reset_options.update(targets)
                 continue
-            replies = [_call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
+            replies = [call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
             send_message(self.side_fd, -1 - self.index, pickle.dumps((seq, replies), pickle.HIGHEST_PROTOCOL))
         return True
 
@@ -534,11 +441,7 @@ class _Worker:
             if isinstance(exc, BadObservation):
                 message = ("bad_obs", str(exc))
             else:  # the exception itself when it pickles, so that the parent raises it with its own type
-                try:
-                    exc_blob: bytes | None = _dumps(exc)
-                except Exception:
-                    exc_blob = None
-                message = ("error", exc_blob, _type_name(type(exc)), _text(exc), _trace(exc), where)
+                message = ("error", *error_report(exc, __file__), where)
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _take_reset_options(self, e: int) -> Any:
