@@ -9,6 +9,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from envs_for_tests import Thrower
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import SyncVectorEnv
 
@@ -188,28 +189,6 @@ def test_reset_wait_timing_out_part_way_keeps_the_batches_it_has():
 
 
 # -- an env's exception in async mode --------------------------------------------------------------------------
-
-
-class Thrower(gym.Env):
-    """The Python twin of ``_Debug-v0``: obs = [steps since reset, last action], reward = action; raises when
-    its action is 3; episodes of ``episode_length`` steps."""
-
-    observation_space = gym.spaces.Box(0.0, 1e9, (2,), np.float32)
-    action_space = gym.spaces.Discrete(4)
-
-    def __init__(self, episode_length=5):
-        self.episode_length, self.t, self.last = episode_length, 0, 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = self.last = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        if action == 3:
-            raise ValueError(f"Thrower asked to throw (action {action})")
-        self.t, self.last = self.t + 1, int(action)
-        return np.array([self.t, self.last], np.float32), float(action), self.t >= self.episode_length, False, {}
 
 
 def recipe_run(backend, n, batch_size, block_size, mode, fail, calls=300):

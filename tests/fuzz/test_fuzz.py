@@ -58,6 +58,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from envs_for_tests import THROW, Thrower, ThrowerError  # THROW: the action on which _Debug-v0 and Thrower raise
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -79,7 +80,6 @@ pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's var
 CALL_TIMEOUT = 60.0  # seconds one pool call may take before the run is declared hung
 _EXAMPLES = int(os.environ.get("FASTVEC_FUZZ_EXAMPLES", "0") or 0)
 DOCUMENTED = (ValueError, TypeError, RuntimeError, FileNotFoundError, EnvError, fastvec._core.EnvError)
-THROW = 3  # the action on which _Debug-v0 (throw_on_action=3) and Thrower raise
 
 FRESH, IDLE, IN_FLIGHT = 0, 1, 3
 MODES = ("next_step", "same_step", "disabled")
@@ -113,32 +113,6 @@ ATARI_OPTIONS = {
 }
 # (id, backend): Python envs of every space kind the fuzzer covers (Box/Discrete, Box actions, Tuple observations).
 PYTHON_ENVS = (("CartPole-v1", "python"), ("Pendulum-v1", "python"), ("Blackjack-v1", "auto"))
-
-
-class ThrowerError(ArithmeticError):
-    """Thrower's exception: a type no pool raises of its own (it comes back from the worker with its type)."""
-
-
-class Thrower(gym.Env):
-    """The Python twin of ``_Debug-v0`` (as in tests/api/test_async_api.py): obs = [steps since reset, last action],
-    reward = action; raises ThrowerError when its action is THROW; episodes of ``episode_length`` steps."""
-
-    observation_space = gym.spaces.Box(0.0, 1e9, (2,), np.float32)
-    action_space = gym.spaces.Discrete(4)
-
-    def __init__(self, episode_length: int = 5) -> None:
-        self.episode_length, self.t, self.last = episode_length, 0, 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = self.last = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        if action == THROW:
-            raise ThrowerError(f"Thrower asked to throw (action {action})")
-        self.t, self.last = self.t + 1, int(action)
-        return np.array([self.t, self.last], np.float32), float(action), self.t >= self.episode_length, False, {}
 
 
 # -- hang detection ----------------------------------------------------------------------------
@@ -1714,9 +1688,9 @@ class PythonEnvMachine(PoolMachine):
         env_id, backend = data.draw(st.sampled_from((*PYTHON_ENVS, thrower, thrower, thrower)), label="env")
         n = data.draw(st.integers(1, 4), label="num_envs")
         kwargs: dict[str, Any] = {}
-        if env_id == "Thrower":  # forked workers: the class is this module's
+        if env_id == "Thrower":  # raising ThrowerError, a type no pool raises of its own; forked workers
             kwargs["_throws"] = data.draw(st.integers(1, 12), label="episode_length")
-            env_id = functools.partial(Thrower, kwargs["_throws"])
+            env_id = functools.partial(Thrower, kwargs["_throws"], ThrowerError)
             kwargs["start_method"] = "fork"
         kwargs |= {
             "backend": backend,
