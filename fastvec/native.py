@@ -198,12 +198,16 @@ class NativePool(_core.Pool):
             ) from exc
 
     def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
-        """A batch (the envs in flight, when fewer than ``rows`` and ``batch_size``): a native env never waits on
-        anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
-        checked and has nothing to cut short."""
+        """A batch (or the envs in flight, when fewer than ``batch_size``), refused as the Python-env pool
+        refuses it (``rows`` in [1, envs in flight]): a native env never waits on anything (its step is C++ code
+        that returns), so the pool hands out its batches whole; ``timeout`` is checked and has nothing to cut
+        short."""
         check_timeout(timeout)
-        rows = check_int("rows", rows, 1)
-        return self.recv() if rows >= self.batch_size else self.recv_rest()
+        in_flight = self.in_flight
+        if not in_flight:
+            raise RuntimeError("recv_ready() would wait forever: no env is in flight")
+        check_int("rows", rows, 1, in_flight)
+        return self.recv() if in_flight >= self.batch_size else self.recv_rest()
 
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
@@ -231,7 +235,8 @@ class NativePool(_core.Pool):
     def reset_envs(
         self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
     ) -> _core.Result:
-        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
+        """``_core.Pool.reset_envs`` (the rows of ``env_id``, in env order, or every env's with ``all_rows``);
+        options are refused, as by :meth:`send_reset`."""
         refuse_reset_options(self.label, options)
         result = super().reset_envs(env_id, seeds, all_rows)
         self._ever_reset[env_id] = True

@@ -114,4 +114,28 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
   return py::reinterpret_steal<py::object>(r);
 }
 
+py::object ResultMaker::make_empty() const {
+  std::vector<py::ssize_t> obs_shape = obs_shape_;
+  obs_shape[0] = 0;
+  const std::vector<py::ssize_t> none_of{0};
+  py::object env_id = py::array(py::dtype::of<int32_t>(), none_of);
+  py::object info = info_layout_->begin(env_id);
+  if (!info) {
+    info = no_info_;
+  } else if (!info_masks_) {  // (with masks, a key no row has is left out: every key)
+    for (const InfoColumn& c : info_columns_)
+      set_item(info, c.key, c.size == 1 ? py::array(c.dtype, none_of) : py::array(c.dtype, {py::ssize_t{0}, c.size}));
+  }
+  py::object none = py::none();
+  py::object items[] = {py::array(obs_dtype_, obs_shape), py::array(reward_dtype_, none_of),
+                        py::array(bool_dtype_, none_of), py::array(bool_dtype_, none_of), env_id, none, none, none,
+                        none, info, none};
+  static_assert(std::size(items) == kNumResultFields);
+  PyObject* fields[kNumResultFields];
+  for (int i = 0; i < kNumResultFields; ++i) fields[i] = items[i].release().ptr();
+  PyObject* r = new_result(fields);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
 }  // namespace fastvec::bindings
