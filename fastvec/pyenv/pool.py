@@ -580,19 +580,17 @@ class PyEnvPool:
                 self._keep(env_id, messages, failed)
             raise error
         return Result(
-            (
-                obs,
-                reward,
-                terminated,
-                truncated,
-                env_id,
-                ended if ep_return is not None else None,
-                ep_return,
-                ep_length,
-                final_obs,
-                info,
-                final_info,
-            )
+            obs=obs,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            env_id=env_id,
+            ended=ended if ep_return is not None else None,
+            episode_return=ep_return,
+            episode_length=ep_length,
+            final_obs=final_obs,
+            info=info,
+            final_info=final_info,
         )
 
     def _keep(self, env_id: np.ndarray, messages: dict[int, bytes], failed: int) -> None:
