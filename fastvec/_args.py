@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -52,6 +53,45 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class PoolShape:
+    """How many envs a pool steps and how many rows a receiving call returns: the one place the sync/async rule
+    and the default parallelism are decided. Made by :meth:`check` where a pool is made (``fastvec.native.make_pool``,
+    ``fastvec.pyenv.make``); the façade and the adapters read :attr:`sync` from it.
+
+    >>> PoolShape.check(8, None).sync, PoolShape.check(8, 2).sync
+    (True, False)
+    """
+
+    num_envs: int
+    batch_size: int
+
+    @classmethod
+    def check(cls, num_envs: int, batch_size: Any) -> PoolShape:
+        """The shape of a pool of ``num_envs`` envs (counted and checked by the pool's maker: each pool bounds it
+        its own way) and ``batch_size`` rows a batch (None: ``num_envs``, a sync pool; else checked, in
+        [1, num_envs])."""
+        return cls(num_envs, num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs))
+
+    @property
+    def sync(self) -> bool:
+        """A sync pool (``batch_size == num_envs``): every env stepped at once, rows in env order, no ``env_id`` in
+        info, partial resets allowed. Else async: ``recv()`` returns the first ``batch_size`` envs to finish."""
+        return self.batch_size == self.num_envs
+
+    def default_threads(self, processes: bool = False) -> int:
+        """The parallelism a pool gets when none is given: at least 1, at most one per env, and
+
+        - native threads (``processes`` False): the cores in a sync pool, where the caller is one of the threads;
+          one fewer in an async pool, where a caller waiting in recv() steps queued envs itself, so one worker
+          fewer fills the cores (and leaves the caller a core for its policy);
+        - worker processes of the Python-env pool (``processes``): one fewer than the cores, sync or async: the
+          parent is busy too (copying batches, the policy), so that no two processes fight for a core
+          (``fastvec.pyenv.arguments.count_workers`` says why it is right for envs that compute)."""
+        cores = available_cores() if self.sync and not processes else available_cores() - 1
+        return max(1, min(cores, self.num_envs))
 
 
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -138,12 +178,12 @@ def refuse_reset_options(label: str, options: dict[str, Any] | None) -> None:
         )
 
 
-def partial_reset_ids(reset_mask: Any, num_envs: int, batch_size: int) -> np.ndarray | None:
+def partial_reset_ids(reset_mask: Any, shape: PoolShape) -> np.ndarray | None:
     """Checks a partial reset's arguments; returns the env ids a reset_mask selects (int32), or None
     when the reset names env ids instead (the caller checks those)."""
-    if batch_size != num_envs:
+    if not shape.sync:
         raise ValueError("partial resets (reset_mask / env_id) need batch_size == num_envs")
-    return None if reset_mask is None else reset_mask_ids(reset_mask, num_envs)
+    return None if reset_mask is None else reset_mask_ids(reset_mask, shape.num_envs)
 
 
 def reset_mask_ids(reset_mask: Any, num_envs: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Type stub for fastvec's native module (private: use fastvec.make)."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any, final
+from typing import Any, ClassVar, final, overload
 
 import numpy as np
 
@@ -18,7 +18,25 @@ class EnvError(RuntimeError):
 class Result:
     """A batch of results, one read-only attribute per field: what both pools' recv() and step() return."""
 
-    def __new__(cls, fields: Sequence[Any]) -> Result: ...
+    _fields: ClassVar[tuple[str, ...]]  # the fields' names, in order (as a namedtuple's)
+    @overload
+    def __new__(cls, fields: Sequence[Any]) -> Result: ...  # one value per name of _fields, in order
+    @overload
+    def __new__(
+        cls,
+        *,
+        obs: Any,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        env_id: np.ndarray,
+        ended: np.ndarray | None,
+        episode_return: np.ndarray | None,
+        episode_length: np.ndarray | None,
+        final_obs: Any,
+        info: Mapping[str, Any],
+        final_info: dict[str, Any] | None,
+    ) -> Result: ...
     @property
     def obs(self) -> Any: ...  # an array, or a dict/tuple of arrays for composite spaces
     @property
@@ -91,6 +109,8 @@ class Pool:
     def block_size(self) -> int: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def in_flight(self) -> int: ...  # envs sent (stepped or reset) and not received
     def step(self, actions: Any) -> Result: ...
     def send(self, actions: Any, env_id: Any) -> None: ...
     def recv(self, timeout: float | None = None) -> Result: ...

@@ -1,6 +1,7 @@
 """The native backend: ``fastvec._core.Pool`` (C++ threads) as :class:`NativePool`, what its envs are as Python
-sees them, and the checking of the arguments it is made with (counts, episode limit, render mode, each env's
-options by kind). :func:`fastvec.vector.make_native` puts a :class:`fastvec.vector.VectorEnv` over it."""
+sees them, and :func:`make_pool`, the one maker of native pools, which checks the arguments it is made with
+(counts, episode limit, render mode, each env's options by kind). :meth:`fastvec.vector.VectorEnv.over_native`
+puts a :class:`fastvec.vector.VectorEnv` (or a subclass: fastvec.envpool's) over it."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ import numpy as np
 import fastvec._core as _core
 from fastvec import _render
 from fastvec._args import (
+    MODES,
     SET_KINDS,
+    PoolShape,
     ResetNeeded,
-    available_cores,
     check_int,
     check_observation_mode,
     check_timeout,
@@ -45,49 +47,39 @@ def make_pool(
     info_layout: str = "gymnasium",
     thread_affinity_offset: int = -1,
 ) -> NativePool:
-    """``fastvec.make``'s native pool of ``entry``'s env, its arguments checked (``seed`` already; ``env_kwargs``:
-    the env's options, ``render_mode`` and ``observation_mode``); ``vector_entry_point``: its spec's, for
-    ``gymnasium.make_vec``. ``info_layout="envpool"`` makes each batch's info EnvPool's (``env_id``, ``players``,
-    the env's values, the pool's ``elapsed_step``); ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed
-    CPU ``(offset + t) % count`` (EnvPool's)."""
+    """A native pool of ``entry``'s env (what ``fastvec.make`` and ``fastvec.envpool`` make), its arguments checked
+    (``seed`` already; ``autoreset_mode``: a name of ``fastvec._args.MODES``; ``env_kwargs``: the env's options,
+    ``render_mode`` and ``observation_mode``); ``vector_entry_point``: its spec's, for ``gymnasium.make_vec``.
+    ``info_layout="envpool"`` makes each batch's info EnvPool's (``env_id``, ``players``, the env's values, the
+    pool's ``elapsed_step``); ``thread_affinity_offset`` >= 0 pins worker ``t`` to allowed CPU
+    ``(offset + t) % count`` (EnvPool's)."""
     check_observation_mode(env_kwargs.pop("observation_mode", "same"))  # (a native pool's envs share one space)
-    num_envs = check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24)
-    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
+    shape = PoolShape.check(check_int("num_envs", 1 if num_envs is None else num_envs, 1, 1 << 24), batch_size)
     adapt_threads = num_threads is None  # the default count is a ceiling the pool adapts to the load (ThreadTuner)
-    if num_threads is None:
-        # Async: a caller waiting in recv() steps queued envs itself, so one worker fewer than the cores
-        # fills them (and leaves the caller a core for its policy); sync: the caller is one of num_threads.
-        cores = available_cores() if batch_size == num_envs else max(1, available_cores() - 1)
-        num_threads = max(1, min(cores, num_envs))
-    num_threads = check_int("num_threads", num_threads, 1, 1024)
+    num_threads = check_int("num_threads", shape.default_threads() if num_threads is None else num_threads, 1, 1024)
     if block_size is not None:
-        block_size = check_int("block_size", block_size, 1, num_envs)
-        if num_envs % block_size or batch_size % block_size:
+        block_size = check_int("block_size", block_size, 1, shape.num_envs)
+        if shape.num_envs % block_size or shape.batch_size % block_size:
             raise ValueError(
-                f"block_size must divide num_envs ({num_envs}) and batch_size ({batch_size}), got {block_size}"
+                f"block_size must divide num_envs ({shape.num_envs}) and batch_size ({shape.batch_size}), got "
+                f"{block_size}"
             )
     if max_episode_steps is None:
-        max_episode_steps = entry.max_episode_steps or 0
+        max_episode_steps = entry.max_episode_steps
     else:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
-    options = env_options(entry, env_kwargs)
     return NativePool(
-        entry.native,
-        num_envs,
-        batch_size,
+        entry,
+        shape,
         num_threads,
-        block_size or 0,
-        max_episode_steps,
-        autoreset_mode,
-        secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
-        options.numbers,
-        options.texts,
         adapt_threads=adapt_threads,
-        range_options=options.ranges,
-        entry=entry,
+        block_size=block_size,
+        max_episode_steps=max_episode_steps,
+        autoreset_mode=autoreset_mode,
+        seed=secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
+        options=env_options(entry, env_kwargs),
         keywords={**entry.options, **env_kwargs},
-        max_episode_steps=max_episode_steps or None,
         vector_entry_point=vector_entry_point,
         info_layout=info_layout,
         thread_affinity_offset=thread_affinity_offset,
@@ -121,33 +113,53 @@ class NativePool(_core.Pool):
 
     def __init__(
         self,
-        *pool_args: Any,
-        adapt_threads: bool = False,
         entry: EnvEntry,
-        keywords: dict[str, Any],
+        shape: PoolShape,
+        num_threads: int,
+        *,
+        adapt_threads: bool,
+        block_size: int | None,
         max_episode_steps: int | None,
+        autoreset_mode: str,
+        seed: int,
+        options: EnvOptions,
+        keywords: dict[str, Any],
         vector_entry_point: Any,
-        info_layout: str = "gymnasium",
-        thread_affinity_offset: int = -1,
-        render_mode: str | None = None,
-        range_options: dict[str, tuple[float, float]] | None = None,
+        info_layout: str,
+        thread_affinity_offset: int,
+        render_mode: str | None,
     ) -> None:
-        """``_core.Pool``'s arguments, then the registry entry, the env's options as given (defaults filled in) and
-        its episode limit and ``gymnasium.make_vec``'s entry point, for its spec; ``info_layout`` and
-        ``thread_affinity_offset``: ``_core.Pool``'s;
-        ``render_mode``: None or "rgb_array" (checked by make)."""
+        """A ``_core.Pool`` of ``entry``'s env, checked by :func:`make_pool`: ``shape``, ``num_threads`` (with
+        ``adapt_threads``, a ceiling), ``block_size`` (None: the pool's choice), ``max_episode_steps`` (None: no
+        limit), ``autoreset_mode`` (a name of ``fastvec._args.MODES``), ``seed``, the env's ``options`` and, for its
+        spec, the ``keywords`` it was made with (defaults filled in) and ``gymnasium.make_vec``'s entry point;
+        ``info_layout`` and ``thread_affinity_offset``: ``_core.Pool``'s; ``render_mode``: None or "rgb_array"."""
         super().__init__(
-            *pool_args,
+            entry.native,
+            shape.num_envs,
+            shape.batch_size,
+            num_threads,
+            block_size or 0,
+            max_episode_steps or 0,
+            autoreset_mode,
+            seed,
+            options.numbers,
+            options.texts,
             adapt_threads=adapt_threads,
             info_layout=info_layout,
             thread_affinity_offset=thread_affinity_offset,
-            range_options=range_options or {},
+            range_options=options.ranges,
         )
         spec = self.spec()
+        self.shape = shape
+        self.entry = entry
+        self.autoreset_mode = MODES[autoreset_mode]
+        self.max_episode_steps = max_episode_steps or None
         self.label = f"fastvec's native {entry.id}"
         self.single_observation_space = _space("obs", spec)
         self.single_action_space = _space("action", spec)
-        #: What :meth:`env_call` answers, by name (make_native takes the spec, metadata and render mode from it).
+        #: What :meth:`env_call` answers, by name (VectorEnv.over_native takes the spec, metadata and render mode
+        #: from it).
         self.attributes: dict[str, Any] = {
             **keywords,
             # The spec that makes these envs again: gymnasium.make_vec(spec, num_envs=...) and, one env,
@@ -158,7 +170,7 @@ class NativePool(_core.Pool):
                 id=f"fastvec/{entry.id}",
                 entry_point=_registered_entry_point(entry.id),
                 vector_entry_point=vector_entry_point,
-                max_episode_steps=max_episode_steps,
+                max_episode_steps=self.max_episode_steps,
                 reward_threshold=entry.reward_threshold,
                 kwargs=dict(keywords),
             ),
@@ -198,12 +210,16 @@ class NativePool(_core.Pool):
             ) from exc
 
     def recv_ready(self, rows: int, timeout: float | None) -> _core.Result:
-        """A batch (the envs in flight, when fewer than ``rows`` and ``batch_size``): a native env never waits on
-        anything (its step is C++ code that returns), so the pool hands out its batches whole; ``timeout`` is
-        checked and has nothing to cut short."""
+        """A batch (or the envs in flight, when fewer than ``batch_size``), refused as the Python-env pool
+        refuses it (``rows`` in [1, envs in flight]): a native env never waits on anything (its step is C++ code
+        that returns), so the pool hands out its batches whole; ``timeout`` is checked and has nothing to cut
+        short."""
         check_timeout(timeout)
-        rows = check_int("rows", rows, 1)
-        return self.recv() if rows >= self.batch_size else self.recv_rest()
+        in_flight = self.in_flight
+        if not in_flight:
+            raise RuntimeError("recv_ready() would wait forever: no env is in flight")
+        check_int("rows", rows, 1, in_flight)
+        return self.recv() if in_flight >= self.batch_size else self.recv_rest()
 
     def env_call(self, env_id: np.ndarray, kind: str, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         """The attribute ``name`` of each env of ``env_id`` (a copy each, as a worker process would send it)."""
@@ -231,7 +247,8 @@ class NativePool(_core.Pool):
     def reset_envs(
         self, env_id: Any, seeds: list[int | None], all_rows: bool, options: dict[str, Any] | None = None
     ) -> _core.Result:
-        """``_core.Pool.reset_envs``; options are refused, as by :meth:`send_reset`."""
+        """``_core.Pool.reset_envs`` (the rows of ``env_id``, in env order, or every env's with ``all_rows``);
+        options are refused, as by :meth:`send_reset`."""
         refuse_reset_options(self.label, options)
         result = super().reset_envs(env_id, seeds, all_rows)
         self._ever_reset[env_id] = True

@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -38,6 +38,7 @@ from fastvec._args import (
     MODES,
     POOL_METHODS,
     SET_KINDS,
+    PoolShape,
     autoreset_mode_name,
     check_env_ids,
     check_seed,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from fastvec.pyenv import PyEnvPool
 
 Seed = int | Sequence[int | None] | None
+_V = TypeVar("_V", bound="VectorEnv")
 
 
 class ClosedError(ClosedEnvironmentError, RuntimeError):
@@ -70,9 +72,9 @@ class Backend(Protocol):
     """What a pool gives the façade. Calls come from one thread at a time per pool, or are serialised by it."""
 
     @property
-    def num_envs(self) -> int: ...
-    @property
-    def batch_size(self) -> int: ...
+    def shape(self) -> PoolShape:
+        """Its ``num_envs`` and ``batch_size``, and whether it is sync."""
+
     @property
     def num_threads(self) -> int: ...
     @property
@@ -195,8 +197,9 @@ def make(
             seed=seed,
             episode_stats=episode_stats,
         )
-    return make_native(
-        lookup(env_id),
+    entry = lookup(env_id)
+    pool = make_pool(
+        entry,
         num_envs,
         batch_size=batch_size,
         num_threads=num_threads,
@@ -204,58 +207,10 @@ def make(
         autoreset_mode=mode,
         max_episode_steps=max_episode_steps,
         block_size=block_size,
-        episode_stats=episode_stats,
-        env_kwargs=env_kwargs,
-    )
-
-
-def make_native(
-    entry: EnvEntry,
-    num_envs: int | None,
-    *,
-    batch_size: int | None,
-    num_threads: int | None,
-    seed: int | None,
-    autoreset_mode: str,
-    max_episode_steps: int | None,
-    block_size: int | None,
-    episode_stats: bool | str,
-    env_kwargs: dict[str, Any],
-    cls: type[VectorEnv] | None = None,
-    info_layout: str = "gymnasium",
-    thread_affinity_offset: int = -1,
-) -> VectorEnv:
-    """``make``'s native pool (:func:`fastvec.native.make_pool`, which checks its arguments; ``seed`` is checked
-    already) as a ``cls`` (default :class:`VectorEnv`; fastvec.envpool's classes take the same arguments).
-    ``info_layout`` and ``thread_affinity_offset``: ``make_pool``'s."""
-    pool = make_pool(
-        entry,
-        num_envs,
-        batch_size=batch_size,
-        num_threads=num_threads,
-        seed=seed,
-        autoreset_mode=autoreset_mode,
-        max_episode_steps=max_episode_steps,
-        block_size=block_size,
         env_kwargs=env_kwargs,
         vector_entry_point=MakeNative(entry.id),
-        info_layout=info_layout,
-        thread_affinity_offset=thread_affinity_offset,
     )
-    spec = pool.attributes["spec"]
-    return (cls or VectorEnv)(
-        pool,
-        MODES[autoreset_mode],
-        pool.single_observation_space,
-        pool.single_action_space,
-        max_episode_steps=spec.max_episode_steps,
-        entry=entry,
-        spec=copy.deepcopy(spec),  # (its own: get_attr("spec") gives copies too)
-        metadata=pool.attributes["metadata"],
-        render_mode=pool.attributes["render_mode"],
-        seed=seed,
-        episode_stats=episode_stats,
-    )
+    return VectorEnv.over_native(pool, seed=seed, episode_stats=episode_stats)
 
 
 def _check_seed_range(seed: int, num_envs: int) -> None:
@@ -304,8 +259,11 @@ class VectorEnv(gym.vector.VectorEnv):
     ) -> None:
         self._pool = backend
         self.entry = entry  #: the registry entry of a native env (None for the Python-env pool)
-        self.num_envs = backend.num_envs
-        self.batch_size = backend.batch_size
+        shape = backend.shape
+        self.num_envs = shape.num_envs
+        self.batch_size = shape.batch_size
+        #: batch_size == num_envs: every env stepped at once, rows in env order (else: async, send/recv)
+        self.sync = shape.sync
         self.num_threads = backend.num_threads
         self.block_size = backend.block_size  #: envs stepped as one unit of work (1 in the Python-env pool)
         self.max_episode_steps = max_episode_steps
@@ -323,7 +281,7 @@ class VectorEnv(gym.vector.VectorEnv):
         # When each env's episode began (the gymnasium stats' "t"; only for them).
         self._episode_start = np.full(self.num_envs, time.perf_counter()) if self._gymnasium_stats else None
         # Rows come in env order in sync mode; in async mode info["env_id"] says which env each row is.
-        self._with_env_id = self.batch_size < self.num_envs
+        self._with_env_id = not self.sync
         self._all_ids = range(self.num_envs)
         # make()'s seed, for each env's first reset that brings no seed of its own (None: none pending).
         self._pending_seeds: list[int | None] | None = None
@@ -339,6 +297,26 @@ class VectorEnv(gym.vector.VectorEnv):
         self._reset_done: tuple[Any, dict[str, Any]] | None = None
         # The seed each env was last reset with (-1: none yet), for np_random_seed.
         self._env_seeds = [-1] * self.num_envs
+
+    @classmethod
+    def over_native(cls: type[_V], pool: NativePool, *, seed: int | None, episode_stats: bool | str) -> _V:
+        """A ``cls`` (fastvec.envpool's classes are made so too) over a native pool from
+        :func:`fastvec.native.make_pool`, which holds its spaces, spec, metadata and render mode; ``seed``: the
+        pool's ``seed`` (checked), for each env's first reset; ``episode_stats`` as :func:`make` takes it."""
+        spec = pool.attributes["spec"]
+        return cls(
+            pool,
+            pool.autoreset_mode,
+            pool.single_observation_space,
+            pool.single_action_space,
+            max_episode_steps=pool.max_episode_steps,
+            entry=pool.entry,
+            spec=copy.deepcopy(spec),  # (its own: get_attr("spec") gives copies too)
+            metadata=pool.attributes["metadata"],
+            render_mode=pool.attributes["render_mode"],
+            seed=seed,
+            episode_stats=episode_stats,
+        )
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -446,7 +424,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if self._waiting is not None:
             self._refuse_pending("step")
         if env_id is None:
-            if self.batch_size != self.num_envs:
+            if not self.sync:
                 self._refuse_step_of_every_env("step(actions) without env_id")
             try:
                 r = self._pool.step(actions)
@@ -454,7 +432,7 @@ class VectorEnv(gym.vector.VectorEnv):
                 self.step_refused(exc, None)
                 raise
             return self._result(r)
-        if self.batch_size == self.num_envs and np.size(env_id) != self.num_envs:
+        if self.sync and np.size(env_id) != self.num_envs:
             self.check_open()
             raise ValueError(
                 f"step(actions, env_id) in sync mode must step every env ({self.num_envs}), got {np.size(env_id)} "
@@ -510,7 +488,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self.check_open()
         if self._waiting is not None:
             self._refuse_pending("step_async")
-        if self.batch_size != self.num_envs:
+        if not self.sync:
             self._refuse_step_of_every_env("step_async(actions)")
         try:
             self._pool.send(actions, None)
@@ -816,7 +794,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def _partial_reset(
         self, seed: Any, reset_mask: Any, ids: Any, env_options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any]]:
-        mask_ids = partial_reset_ids(reset_mask, self.num_envs, self.batch_size)
+        mask_ids = partial_reset_ids(reset_mask, self._pool.shape)
         ids = mask_ids if mask_ids is not None else check_env_ids(ids, self.num_envs)
         seeds = self._seeds(seed, ids.tolist(), listed=mask_ids is None)
         r = self._pool.reset_envs(ids, seeds, reset_mask is not None, env_options)
@@ -909,7 +887,7 @@ class PyVectorEnv(VectorEnv):
             episode_stats=episode_stats,
         )
         self.observation_mode = pool.observation_mode  #: "same" or "different", as gymnasium's AsyncVectorEnv has it
-        if pool.observation_mode == "different" and self.batch_size == self.num_envs:
+        if pool.observation_mode == "different" and self.sync:
             # As gymnasium's vector envs in that mode: each row bounded by its env's space (async batches hold
             # any envs: there, env 0's space batched, as in "same" mode).
             self.observation_space = batch_differing_spaces(pool.env_observation_spaces)

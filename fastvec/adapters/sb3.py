@@ -49,13 +49,13 @@ class SB3VecEnv(VecEnv):
     def __init__(self, env: VectorEnv, monitor: bool = True) -> None:
         if env.autoreset_mode != gym.vector.AutoresetMode.SAME_STEP:
             raise ValueError(f"SB3 needs autoreset_mode='same_step', got {env.autoreset_mode}")
-        if env.batch_size != env.num_envs:
+        check_for_nested_spaces(env.single_observation_space)  # NotImplementedError, as SB3's own VecEnvs
+        if not env.sync:
             raise ValueError(
                 f"SB3 steps every env each call: batch_size must equal num_envs ({env.num_envs}), got {env.batch_size}"
             )
         if monitor and not env.episode_stats:
             raise ValueError("monitor=True makes Monitor's episode dicts from a pool made with episode_stats=True")
-        check_for_nested_spaces(env.single_observation_space)  # NotImplementedError, as SB3's own VecEnvs
         self.env = env
         self.monitor = monitor
         self._t_start = time.time()

@@ -239,7 +239,7 @@ class TianshouVectorEnv:
             self._reset_obs.pop(i, None)  # stepped without a reset: the episode simply goes on
             self._reset_info.pop(i, None)
         action = self._discrete(np.asarray(action))
-        if self.env.batch_size == self.env_num:  # one env: the pool is sync
+        if self.env.sync:  # one env: the pool is sync
             self.env.send(action, None)
         else:
             self.env.send(action, ids)

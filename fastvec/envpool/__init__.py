@@ -37,8 +37,9 @@ from fastvec._args import check_int
 from fastvec.envpool.dm import DMEnvPool
 from fastvec.envpool.gymnasium_env import GymnasiumEnvPool, LegacyGymEnvPool
 from fastvec.envpool.spec import ATARI_NATIVE, EnvPoolSpec, checked_config, list_all_envs, lookup_entry
+from fastvec.native import make_pool
 from fastvec.registry import EnvEntry
-from fastvec.vector import VectorEnv, make_native
+from fastvec.vector import MakeNative, VectorEnv
 
 __all__ = [
     "DMEnvPool",
@@ -63,7 +64,7 @@ def _make_pool(
     options = {k: config[k] for k in ATARI_NATIVE} | {"envpool_info": True} if entry.rom else {}
     options["render_mode"] = render_mode
     max_steps = config["max_episode_steps"]
-    env = make_native(
+    pool = make_pool(
         entry,
         config["num_envs"],
         batch_size=config["batch_size"],
@@ -72,12 +73,12 @@ def _make_pool(
         autoreset_mode="next_step",
         max_episode_steps=None if max_steps is None else check_int("max_episode_steps", max_steps, 1, 2**31 - 1),
         block_size=None,
-        episode_stats=False,
         env_kwargs=options,
-        cls=cls,
+        vector_entry_point=MakeNative(entry.id),
         info_layout="envpool",
         thread_affinity_offset=config["thread_affinity_offset"],
     )
+    env = cls.over_native(pool, seed=config["seed"], episode_stats=False)
     if config["env_seed"]:
         env._pending_seeds = list(config["env_seed"])  # each env's first reset, as make()'s seed would be
     return env

@@ -28,7 +28,7 @@ class EnvPoolFace:
 
     @property
     def is_async(self) -> bool:
-        return self._pool_env.batch_size < self._pool_env.num_envs
+        return not self._pool_env.sync
 
     @property
     def all_env_ids(self) -> np.ndarray:
@@ -64,7 +64,6 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         super().__init__(*args, **kwargs)
         self._pool_env = self
         self._with_env_id = True  # info["env_id"] also in sync mode, as EnvPool's
-        self._sync = self.batch_size == self.num_envs
         self._atari = self.entry is not None and self.entry.rom is not None
         self._step_batch = self.backend.step  # (bound once: the façade's fast path, see step)
         self.observation_space = self.single_observation_space
@@ -91,7 +90,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         if env_id is not None and option_ids is not None:
             raise ValueError("pass the envs to reset as env_id or in options, not both")
         env_id = option_ids if env_id is None else env_id
-        if env_id is None and self._sync:
+        if env_id is None and self.sync:
             return super().reset(seed=seed, options=env_options)
         ids = None if env_id is None else self._ids(env_id)
         self.async_reset(seed=seed, env_id=ids, options=env_options)
@@ -103,7 +102,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every env (``env_id`` None, sync), or the envs of ``env_id``, rows in that order (sync; async:
         ``send`` then ``recv``, EnvPool's)."""
-        if env_id is None and self._sync and self._waiting is None:  # the backend's step, and _result inlined: hot
+        if env_id is None and self.sync and self._waiting is None:  # the backend's step, and _result inlined: hot
             try:
                 r = self._step_batch(actions)
             except RuntimeError as exc:
@@ -113,7 +112,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
             return r.obs, r.reward, r.terminated, r.truncated, info
-        if env_id is None or not self._sync:
+        if env_id is None or not self.sync:
             return super().step(actions, env_id)
         ids = self._ids(env_id)
         if self._waiting is not None:
@@ -135,7 +134,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         """The rows of the envs just sent (``sent``: their ids, or how many when all): a sync pool's in the order
         of the ids (it returns them in env order), an async pool's first batch of them (completion order)."""
         n = sent if isinstance(sent, int) else len(sent)
-        if not self._sync:
+        if not self.sync:
             return self._result(self.backend.recv() if n >= self.batch_size else self._next_rows())
         result = self._result(self.backend.recv() if n == self.num_envs else self.backend.recv_rest())
         ids = sent

@@ -9,7 +9,7 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from fastvec._args import available_cores, check_int
+from fastvec._args import PoolShape, check_int
 from fastvec.pyenv.layout import flatten
 
 MAX_ENVS = 1 << 16  # the most envs one Python-env pool takes (fastvec.make and RLlib's configure check it)
@@ -85,7 +85,7 @@ def count_workers(num_workers: int | str | None, num_envs: int) -> int:
     (and misjudge envs that wait only sometimes), so the default stays the one that is right for envs that
     compute, and "per_env" is the documented answer for envs that wait."""
     if num_workers is None:
-        return max(1, min(available_cores() - 1, num_envs))
+        return PoolShape(num_envs, num_envs).default_threads(processes=True)  # (the same in async mode)
     if isinstance(num_workers, str):
         if num_workers != "per_env":
             raise ValueError(f"num_workers must be an int or 'per_env', got {num_workers!r}")

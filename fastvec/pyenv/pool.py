@@ -36,6 +36,7 @@ from gymnasium.vector.utils import batch_space
 
 from fastvec._args import (
     MODES,
+    PoolShape,
     autoreset_mode_name,
     available_cores,
     check_env_ids,
@@ -100,9 +101,8 @@ def make(
     """
     refuse_in_main_import()
     env_fns, max_episode_steps = env_constructors(env_id, num_envs, max_episode_steps, env_kwargs)
-    num_envs = len(env_fns)
-    batch_size = num_envs if batch_size is None else check_int("batch_size", batch_size, 1, num_envs)
-    num_workers = count_workers(num_workers, num_envs)
+    shape = PoolShape.check(len(env_fns), batch_size)
+    num_workers = count_workers(num_workers, shape.num_envs)
     autoreset_mode = autoreset_mode_name(autoreset_mode)
     if max_episode_steps is not None:
         max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
@@ -110,7 +110,7 @@ def make(
     start_method = check_start_method(start_method)
     return PyEnvPool(
         env_fns,
-        batch_size=batch_size,
+        shape=shape,
         num_workers=num_workers,
         autoreset_mode=autoreset_mode,
         max_episode_steps=max_episode_steps,
@@ -129,15 +129,17 @@ class PyEnvPool:
         self,
         env_fns: list[Callable[[], gym.Env]],
         *,
-        batch_size: int,
+        shape: PoolShape,
         num_workers: int,
         autoreset_mode: str,
         max_episode_steps: int | None,
         start_method: str,
         observation_mode: str = "same",
     ) -> None:
-        self.num_envs = n = len(env_fns)
-        self.batch_size = batch_size
+        self.shape = shape  # (of len(env_fns) envs)
+        self.num_envs = n = shape.num_envs
+        self.batch_size = batch_size = shape.batch_size
+        self._sync = shape.sync
         self.num_workers = self.num_threads = num_workers
         self.block_size = 1  # each env is its own unit of work
         self.max_episode_steps = max_episode_steps
@@ -275,7 +277,7 @@ class PyEnvPool:
                     f"({self._in_flight} env(s) in flight, batch_size {self.batch_size})"
                 )
             ids, messages = self._collect(self._in_flight, timeout)
-            if self.batch_size == self.num_envs:
+            if self._sync:
                 ids = np.sort(ids)
             return self._result(ids, messages, sort=False)
         finally:
@@ -380,7 +382,7 @@ class PyEnvPool:
                 f"{self.batch_size}; send actions (or async_reset) first"
             )
         ids, messages = self._collect(self.batch_size, timeout)
-        return self._result(ids, messages, sort=self.batch_size == self.num_envs)
+        return self._result(ids, messages, sort=self._sync)
 
     def close(self) -> None:
         """Stops the workers and releases everything; from a signal handler inside a call of this pool, or
@@ -549,7 +551,7 @@ class PyEnvPool:
 
         When an env raised, its exception is raised (``env_id`` naming it); an async pool keeps the batch's other
         rows for the next receiving call (see :meth:`_keep`), a sync batch (every env) is dropped."""
-        keep = self.batch_size < self.num_envs
+        keep = not self._sync
         rows: np.ndarray | None
         if sort:
             rows = None  # every env, in env order: whole-array copies
@@ -580,19 +582,17 @@ class PyEnvPool:
                 self._keep(env_id, messages, failed)
             raise error
         return Result(
-            (
-                obs,
-                reward,
-                terminated,
-                truncated,
-                env_id,
-                ended if ep_return is not None else None,
-                ep_return,
-                ep_length,
-                final_obs,
-                info,
-                final_info,
-            )
+            obs=obs,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            env_id=env_id,
+            ended=ended if ep_return is not None else None,
+            episode_return=ep_return,
+            episode_length=ep_length,
+            final_obs=final_obs,
+            info=info,
+            final_info=final_info,
         )
 
     def _keep(self, env_id: np.ndarray, messages: dict[int, bytes], failed: int) -> None:

@@ -90,9 +90,11 @@ inline int64_t first_out_of_range(const py::array& arr, int64_t n, std::string* 
   return -1;
 }
 
-// env_id (a 1-D array of indices into a pool of num_envs envs) as int32s.
+// env_id (a 1-D array of indices into a pool of num_envs envs, or one integer: one env) as int32s.
 inline std::vector<int32_t> convert_ids(const py::handle& env_id, int num_envs) {
   py::array arr = as_array(env_id, "env_id");
+  if (arr.ndim() == 0 && (arr.dtype().kind() == 'i' || arr.dtype().kind() == 'u'))
+    arr = arr.reshape(std::vector<py::ssize_t>{1});
   if (arr.ndim() != 1)
     throw py::type_error("env_id must be a 1-D array of env indices, got " +
                          std::string(py::str(py::type::handle_of(env_id).attr("__name__"))) + " of shape " +

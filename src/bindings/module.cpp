@@ -161,6 +161,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("active_threads", &NativePool::active_threads)
       .def_property_readonly("block_size", &NativePool::block_size)
       .def_property_readonly("closed", &NativePool::closed)
+      .def_property_readonly("in_flight", &NativePool::in_flight)
       .def("step", &NativePool::step, py::arg("actions"))
       .def("send", &NativePool::send, py::arg("actions"), py::arg("env_id"))
       .def("recv", &NativePool::recv, py::arg("timeout") = py::none())

@@ -172,19 +172,43 @@ py::object NativePool::recv_rest(const std::optional<double>& timeout) {
   return results_.make(std::move(batch), rows);
 }
 
+int NativePool::in_flight() {
+  const ActiveCall call(this);
+  check_open();
+  return without_gil([&] { return pool_->in_flight(); });
+}
+
 void NativePool::send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds) {
   const ActiveCall call(this);
   check_open();
-  queue_reset(env_id, seeds, false);
+  queue_reset(reset_ids(env_id, seeds), seeds, false);
 }
 
 py::object NativePool::reset_envs(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds,
-                                  bool) {
+                                  bool all_rows) {
   const ActiveCall call(this);
   check_open();
-  queue_reset(env_id, seeds, true);
-  std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
-  return results_.make(std::move(batch), pool_->batch_size());
+  if (pool_->batch_size() != pool_->num_envs())
+    throw py::value_error("partial resets (reset_mask / env_id) need batch_size == num_envs");
+  const std::vector<int32_t> ids = reset_ids(env_id, seeds);
+  if (all_rows) {  // the core refuses it with envs in flight, or with another env never reset
+    queue_reset(ids, seeds, true);
+    std::shared_ptr<Batch> batch = without_gil([&] { return pool_->recv(); });
+    return results_.make(std::move(batch), pool_->batch_size());
+  }
+  // The listed envs' rows only, as a reset of them and the receipt of what is in flight: which must be
+  // nothing else. The other envs are not asked for anything, so they need not have been reset.
+  if (without_gil([&] { return pool_->in_flight(); }) > 0)
+    throw std::runtime_error("envs are in flight; receive their results before a partial reset");
+  if (ids.empty()) return results_.make_empty();
+  queue_reset(ids, seeds, false);
+  int rows = 0;
+  std::shared_ptr<Batch> batch = without_gil([&] {
+    if (static_cast<int>(ids.size()) < pool_->batch_size()) return pool_->recv_rest(&rows);  // in env order
+    rows = pool_->batch_size();
+    return pool_->recv();
+  });
+  return results_.make(std::move(batch), rows);
 }
 
 py::array NativePool::peek(const py::handle& env_id, bool frames) {
@@ -227,12 +251,17 @@ std::vector<int32_t> NativePool::ids(const py::handle& env_id) const {
   return env_id.is_none() ? all_ids_ : convert_ids(env_id, pool_->num_envs());
 }
 
-void NativePool::queue_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds,
-                             bool observe_others) {
+std::vector<int32_t> NativePool::reset_ids(const py::handle& env_id,
+                                           const std::vector<std::optional<uint64_t>>& seeds) const {
   std::vector<int32_t> ids = this->ids(env_id);
   if (!seeds.empty() && seeds.size() != ids.size())
     throw py::value_error("seed: expected " + std::to_string(ids.size()) + " seeds, got " +
                           std::to_string(seeds.size()));
+  return ids;
+}
+
+void NativePool::queue_reset(const std::vector<int32_t>& ids, const std::vector<std::optional<uint64_t>>& seeds,
+                             bool observe_others) {
   without_gil([&] {
     pool_->send_reset(ids.data(), static_cast<int>(ids.size()), seeds.empty() ? nullptr : seeds.data(),
                       observe_others);

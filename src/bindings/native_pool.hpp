@@ -47,6 +47,8 @@ class NativePool {
   int active_threads() const { return pool_->active_threads(); }
   int block_size() const { return pool_->block_size(); }
   bool closed() const { return pool_->closed(); }
+  // Envs sent (stepped or reset) and not received, kept rows included.
+  int in_flight();
 
   // Sync step of every env, results in env order (fastvec.VectorEnv checks the pool is sync).
   py::object step(const py::handle& actions);
@@ -61,9 +63,9 @@ class NativePool {
   // Queues a reset of every env (env_id None) or of those in env_id; seeds:
   // one per env reset, or none.
   void send_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds);
-  // A partial reset of a sync pool, waited for: every env's row, the others
-  // reporting their current observation.
-  py::object reset_envs(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool);
+  // A partial reset of a sync pool, nothing in flight, waited for: the listed envs' rows in env order or
+  // (all_rows) every env's, the others reporting their current observation (then each must have been reset).
+  py::object reset_envs(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool all_rows);
   // The current frames (frames=True: (n, H, W, 3) uint8, spec()["render_shape"]) or observations of the envs
   // in env_id (None: every env), none of them in flight.
   py::array peek(const py::handle& env_id, bool frames);
@@ -83,7 +85,10 @@ class NativePool {
   void check_process() const;
   void check_open() const;
   std::vector<int32_t> ids(const py::handle& env_id) const;  // env_id's, or every env's (None)
-  void queue_reset(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool observe_others);
+  // env_id's ids (every env's if None), with one seed each in `seeds` or none.
+  std::vector<int32_t> reset_ids(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds) const;
+  void queue_reset(const std::vector<int32_t>& ids, const std::vector<std::optional<uint64_t>>& seeds,
+                   bool observe_others);
 
   const pid_t pid_ = getpid();  // for the message of check_process
   const unsigned generation_ = fork_generation.load(std::memory_order_relaxed);  // see foreign()

@@ -1,6 +1,7 @@
 #include "result_maker.hpp"
 
-#include <iterator>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "core/spec.hpp"
@@ -25,6 +26,18 @@ py::object view(const py::dtype& dtype, int nd, const py::ssize_t* shape, const 
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::object>(arr);
+}
+
+// The Result of `items`, one per field at its position (result_index::k...), each set; it takes them.
+py::object take_result(py::object (&items)[kNumResultFields]) {
+  PyObject* fields[kNumResultFields];
+  for (int i = 0; i < kNumResultFields; ++i) {
+    if (!items[i]) throw std::logic_error(std::string("Result field ") + kResultFields[i].name + " not set");
+  }
+  for (int i = 0; i < kNumResultFields; ++i) fields[i] = items[i].release().ptr();
+  PyObject* r = new_result(fields);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
 }
 
 }  // namespace
@@ -80,38 +93,58 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
       }
     }
   };
-  py::object none = py::none();
-  py::object env_id = vec(b->env_id());
+  py::object items[kNumResultFields];
+  py::object& env_id = items[result_index::kEnvId] = vec(b->env_id());
   // The layout's keys, then the columns. Envs without info values (most) share one empty, read-only
   // mapping: no dict per step.
-  py::object info = info_layout_->begin(env_id);
+  py::object& info = items[result_index::kInfo] = info_layout_->begin(env_id);
   if (info) {
     columns(b->info(0), info, false);
   } else {
     info = no_info_;
   }
-  py::object ended = none, ep_return = none, ep_length = none, final_obs = none, final_info = none;
+  items[result_index::kObs] = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->obs(0), owner);
+  items[result_index::kReward] = view(reward_dtype_, 1, &rows, nullptr, b->reward_bytes(), owner);
+  items[result_index::kTerminated] = vec(b->terminated());
+  items[result_index::kTruncated] = vec(b->truncated());
+  py::object none = py::none();
+  items[result_index::kEnded] = items[result_index::kEpisodeReturn] = items[result_index::kEpisodeLength] = none;
+  items[result_index::kFinalObs] = items[result_index::kFinalInfo] = none;
   if (b->num_ended.load(std::memory_order_relaxed) > 0) {
-    ended = vec(b->ended());
-    ep_return = vec(b->episode_return());
-    ep_length = vec(b->episode_length());
+    items[result_index::kEnded] = vec(b->ended());
+    items[result_index::kEpisodeReturn] = vec(b->episode_return());
+    items[result_index::kEpisodeLength] = vec(b->episode_length());
     if (b->layout().with_final_obs) {
-      final_obs = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
+      items[result_index::kFinalObs] = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
       py::dict finals;
       columns(b->final_info(0), finals, true);
-      final_info = finals;
+      items[result_index::kFinalInfo] = std::move(finals);
     }
   }
-  py::object items[] = {view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->obs(0), owner),
-                        view(reward_dtype_, 1, &rows, nullptr, b->reward_bytes(), owner),
-                        vec(b->terminated()), vec(b->truncated()), env_id, ended, ep_return, ep_length,
-                        final_obs, info, final_info};
-  static_assert(std::size(items) == kNumResultFields);
-  PyObject* fields[kNumResultFields];
-  for (int i = 0; i < kNumResultFields; ++i) fields[i] = items[i].release().ptr();
-  PyObject* r = new_result(fields);
-  if (r == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(r);
+  return take_result(items);
+}
+
+py::object ResultMaker::make_empty() const {
+  std::vector<py::ssize_t> obs_shape = obs_shape_;
+  obs_shape[0] = 0;
+  const std::vector<py::ssize_t> none_of{0};
+  py::object items[kNumResultFields];
+  py::object& env_id = items[result_index::kEnvId] = py::array(py::dtype::of<int32_t>(), none_of);
+  py::object& info = items[result_index::kInfo] = info_layout_->begin(env_id);
+  if (!info) {
+    info = no_info_;
+  } else if (!info_masks_) {  // (with masks, a key no row has is left out: every key)
+    for (const InfoColumn& c : info_columns_)
+      set_item(info, c.key, c.size == 1 ? py::array(c.dtype, none_of) : py::array(c.dtype, {py::ssize_t{0}, c.size}));
+  }
+  items[result_index::kObs] = py::array(obs_dtype_, obs_shape);
+  items[result_index::kReward] = py::array(reward_dtype_, none_of);
+  items[result_index::kTerminated] = py::array(bool_dtype_, none_of);
+  items[result_index::kTruncated] = py::array(bool_dtype_, none_of);
+  py::object none = py::none();
+  items[result_index::kEnded] = items[result_index::kEpisodeReturn] = items[result_index::kEpisodeLength] = none;
+  items[result_index::kFinalObs] = items[result_index::kFinalInfo] = none;
+  return take_result(items);
 }
 
 }  // namespace fastvec::bindings

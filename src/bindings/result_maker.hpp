@@ -31,6 +31,9 @@ class ResultMaker {
   // ended episodes' final values become final_info[name] with masks.
   py::object make(std::shared_ptr<core::Batch> batch, py::ssize_t rows) const;
 
+  // A Result of no rows (a partial reset of no env): empty arrays of the batch's dtypes and shapes.
+  py::object make_empty() const;
+
  private:
   std::vector<py::ssize_t> obs_shape_;  // (batch_size, *spec.obs_shape)
   py::dtype obs_dtype_, reward_dtype_, bool_dtype_ = py::dtype::of<bool>();

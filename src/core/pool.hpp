@@ -115,6 +115,10 @@ class Pool final : public PoolBase {
   int active_threads() const override { return active_threads_.load(std::memory_order_relaxed); }
   int block_size() const override { return block_size_; }
   AutoresetMode autoreset_mode() const override { return cfg_.autoreset_mode; }
+  int in_flight() override {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    return in_flight_;
+  }
 
   void send_step(const void* actions, const int32_t* env_ids, int n) override {
     std::lock_guard<std::mutex> lock(api_mu_);

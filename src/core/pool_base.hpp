@@ -87,6 +87,8 @@ class PoolBase {
   virtual int active_threads() const = 0;  // how many of num_threads step now
   virtual int block_size() const = 0;
   virtual AutoresetMode autoreset_mode() const = 0;
+  // Envs sent (stepped or reset) whose rows have not been received; waits for a call in progress.
+  virtual int in_flight() = 0;
 
   // Queues a step of each listed env. `actions` holds one action per listed
   // env, in the list's order, as action_dtype() says: int64 for discrete

@@ -154,15 +154,9 @@ PARTIAL_IN_FLIGHT = "envs are in flight; receive their results before a partial 
 NEVER_RESET = "env 0 has never been reset; a partial reset needs every other env reset once"
 TIMEOUT = "timeout must be None or a finite number of seconds >= 0, got {}"
 CLOSED = (ClosedError, "the pool is closed")
-# The native pool's recv_ready of an async pool goes through recv_rest, so its refusals are recv_rest's and it does not
-# know how many envs are in flight (fastvec/vector.py, NativePool.recv_ready; the Python-env pool: pyenv/pool.py,
-# recv_ready). The fix: _core.Pool exposes its count of envs in flight (src/bindings/module.cpp) and
-# NativePool.recv_ready refuses as the Python-env pool does, check_int("rows", rows, 1, in_flight) after "recv_ready()
-# would wait forever: no env is in flight".
-RECV_READY = "native: recv_ready is recv/recv_rest (vector.py NativePool.recv_ready); fix: see RECV_READY's comment"
-# env ids that are not a 1-D integer array: the native pool's send checks them in src/bindings/module.cpp
-# (NativePool::convert_ids), everything else (the Python-env pool's send, async_reset and partial resets of both
-# pools) in fastvec/_args.py check_env_ids, in the same words: one names a shape, the other a dtype.
+# env ids that are not a 1-D integer array (nor one integer: one env): the native pool's send checks them in
+# src/bindings/actions.hpp (convert_ids), everything else (the Python-env pool's send, async_reset and partial
+# resets of both pools) in fastvec/_args.py check_env_ids, in the same words: one names a shape, the other a dtype.
 
 
 def _recv_rest_after_partial_send(env):
@@ -204,7 +198,6 @@ CASES = [
         take_all,
         lambda e: e.recv_ready(1, None),
         (RuntimeError, "recv_ready() would wait forever: no env is in flight"),
-        xfail=RECV_READY,
     ),
     Case(
         "recv_ready of 0 rows",
@@ -212,7 +205,6 @@ CASES = [
         _in_flight,
         lambda e: e.recv_ready(0, None),
         (ValueError, "rows must be in [1, 4], got 0"),
-        xfail=RECV_READY,
     ),
     Case(
         "recv_ready of more rows than in flight",
@@ -220,7 +212,6 @@ CASES = [
         _in_flight,
         lambda e: e.recv_ready(9, None),
         (ValueError, "rows must be in [1, 4], got 9"),
-        xfail=RECV_READY,
     ),
     # -- stepping an env that is not awaiting an action ---------------------------------------------------------------
     Case(
@@ -298,10 +289,6 @@ CASES = [
         None,
         lambda e: e.reset(options={"env_id": [1]}),
         None,
-        xfail="native: src/bindings/module.cpp NativePool::reset_envs ignores its all_rows argument and always asks "
-        "the core for every env's row (send_reset(observe_others=true)), so the others must have been reset; the "
-        "Python-env pool returns the listed envs' rows only; fix: with all_rows false, send_reset(observe_others="
-        "false) and take the rows with recv_rest (recv when every env is listed)",
     ),
     Case(
         "partial reset in async mode",
@@ -449,9 +436,6 @@ CASES = [
         take_all,
         lambda e: e.send(a(1), 0),
         None,
-        xfail="native: src/bindings/module.cpp NativePool::convert_ids refuses a 0-d env_id (TypeError 'env_id must "
-        "be a 1-D array of env indices, got int of shape ()'), which async_reset, partial resets and the Python-env "
-        "pool's send take as one env (fastvec/_args.py check_env_ids); fix: convert_ids takes a 0-d integer as one id",
     ),
     Case("env_id empty", False, take_all, lambda e: e.send(a(0), []), None),
     Case("async_reset, env_id empty", False, take_all, lambda e: e.async_reset(env_id=[]), None),

@@ -879,8 +879,8 @@ class PoolMachine(RuleBasedStateMachine):
 
     def _reset_no_env(self, form: str, kind: str) -> None:
         """A partial reset of no env. An empty reset_mask is a ValueError; an empty env_id list is not
-        specified: an empty result (native), ValueError (Python-env pool) or RuntimeError (envs busy or never
-        reset) will do, as long as the pool stays usable."""
+        specified: an empty result, ValueError or RuntimeError (envs busy) will do, as long as the pool stays
+        usable."""
         m = self.model
         if kind == "mask":
             options = {"reset_mask": np.zeros(m.n, bool)}
@@ -944,8 +944,8 @@ class PoolMachine(RuleBasedStateMachine):
             errors.add(ValueError)
         elif m.in_flight:
             errors.add(RuntimeError)
-        elif (m.state[others] == FRESH).any() and (self.native or mask is not None):
-            errors.add(RuntimeError)  # a partial reset needs the others reset once (native: with env_id too)
+        elif (m.state[others] == FRESH).any() and mask is not None:
+            errors.add(RuntimeError)  # a mask reset returns the others' rows: each must have been reset once
         what = f"reset(seed={_short(seed)}, options={_short(options)})"
         ok, result = self._call(what, lambda: self.env.reset(seed=seed, options=options), self._closed_errors(errors))
         if not ok:
@@ -1056,10 +1056,11 @@ class PoolMachine(RuleBasedStateMachine):
             return
         assert not m.in_flight, f"{what}: envs {np.flatnonzero(m.state == IN_FLIGHT)} in flight after a sync batch"
         others = ~m.broken
-        if (m.state[others] == FRESH).any():  # a partial reset needs the others reset once
-            self._full_reset(None, f"reset() after {what}")
-        elif self.recoveries % 2:
-            self._mask_reset(m.broken.copy())  # the others' rows: their observations after the dropped step
+        if self.recoveries % 2:
+            if (m.state[others] == FRESH).any():  # a mask reset needs the others reset once (env_id's does not)
+                self._full_reset(None, f"reset() after {what}")
+            else:
+                self._mask_reset(m.broken.copy())  # the others' rows: their observations after the dropped step
         else:
             options = {"env_id": broken.tolist()}
             ok, (obs, info) = self._call(
@@ -1073,6 +1074,8 @@ class PoolMachine(RuleBasedStateMachine):
         """The errors env ids deserve in send (a 1-D int array, or a mistake)."""
         m = self.model
         arr = np.asarray(ids)
+        if arr.ndim == 0 and arr.dtype.kind in "iu":
+            arr = arr.reshape(1)  # one env
         if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
             return {TypeError}
         arr = arr.astype(np.int64)
