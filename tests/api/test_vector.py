@@ -197,6 +197,18 @@ def test_result_is_made_from_its_fields_in_order():
         _core.Result(3)
 
 
+def test_result_is_made_by_field_names_from_the_one_table():
+    from fastvec import _core
+
+    assert list(_core.Result._fields) == FIELDS
+    r = _core.Result(**{name: i for i, name in enumerate(FIELDS)})
+    assert [getattr(r, name) for name in FIELDS] == list(range(len(FIELDS)))
+    with pytest.raises(TypeError, match="missing field 'reward'"):
+        _core.Result(obs=1)
+    with pytest.raises(TypeError, match="unexpected field 'bogus'"):
+        _core.Result(**{name: 0 for name in FIELDS}, bogus=1)
+
+
 def test_a_bad_timeout_gets_the_same_words_and_the_pool_goes_on(async_pools):
     for env in async_pools.values():
         env.async_reset()
