@@ -26,7 +26,8 @@ if [ $# -eq 0 ]; then
   # The Python-env pool is Python code, but its workers load the sanitized module and its tests drive the
   # same API. Markers (pyproject.toml) leave out what cannot run here: tests too slow under a sanitizer
   # (heavy: the emulator is ~10x slower under TSan) and tests that limit the address space.
-  set -- tests/core/test_pool.py tests/api/test_signals.py tests/core/test_determinism.py tests/pyenv/test_pyenv.py tests/core/test_scheduling.py
+  set -- tests/core/test_pool.py tests/api/test_signals.py tests/core/test_determinism.py tests/pyenv/test_pyenv.py \
+    tests/core/test_scheduling.py tests/api/test_async_api.py tests/api/test_misuse.py
   markers="not heavy and not address_space"
   if [ "$atari" = ON ]; then
     set -- "$@" tests/envs/test_atari.py
