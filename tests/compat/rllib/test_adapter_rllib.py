@@ -225,9 +225,15 @@ def torch_on_one_thread():
     torch.set_num_threads(threads)
 
 
+# Ray's raylet starts one idle Python worker per CPU when the driver connects: the tests here that sample in the
+# driver never use them, and beside a busy core their imports competed with the test (an actor starts its
+# worker when it is made).
+NO_IDLE_WORKERS = {"prestart_worker_first_driver": False}
+
+
 @pytest.fixture
 def local_ray(outside_checkout, ray):
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
     yield
     ray.shutdown()
 
@@ -251,9 +257,12 @@ def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
     """Two nodes of one CPU each: one EnvRunner (and one fastvec pool) lands on each."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # No log monitor (the driver does not take the workers' logs) and no autoscaler monitor (the nodes are fixed):
+    # two processes less to start beside the runners.
+    quiet = {"include_dashboard": False, "include_log_monitor": False}
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "no_monitor": True, **quiet})
     try:
-        cluster.add_node(num_cpus=1)
+        cluster.add_node(num_cpus=1, include_log_monitor=False)
         ray.init(address=cluster.address, log_to_driver=False)
         config = configure(ppo_config(2), "CartPole-v1", num_envs=8)
         returns, facts = train(config, iterations=4)
@@ -383,7 +392,7 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
         .env_runners(num_env_runners=0, rollout_fragment_length="auto")
     )
     configure(config, "Pong-v5", num_envs=4, num_threads=1)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
     algo = config.build_algo()
     try:
         facts = runner_facts(algo)
