@@ -14,6 +14,9 @@ import fastvec
 # that deselect them (-m "not rllib") run numpy 1.26, where the pyarrow RLlib imports fails.
 pytestmark = [
     pytest.mark.rllib,
+    # One Ray session at a time: the tests of this file run in one pytest-xdist worker (pyproject's --dist
+    # loadgroup), so that the two-node cluster of one test is not running beside another's local session.
+    pytest.mark.xdist_group("ray"),
     pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning"),
 ]
 
@@ -233,7 +236,7 @@ NO_IDLE_WORKERS = {"prestart_worker_first_driver": False}
 
 @pytest.fixture
 def local_ray(outside_checkout, ray):
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
     yield
     ray.shutdown()
 
@@ -392,7 +395,7 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
         .env_runners(num_env_runners=0, rollout_fragment_length="auto")
     )
     configure(config, "Pong-v5", num_envs=4, num_threads=1)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=NO_IDLE_WORKERS)
     algo = config.build_algo()
     try:
         facts = runner_facts(algo)
