@@ -254,25 +254,24 @@ def test_ppo_trains_on_fastvec_envs(local_ray):
 
 @pytest.mark.slow
 def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
-    """Two remote EnvRunners on two nodes of one CPU each: one runner (and one fastvec pool) lands on each,
-    their pools draw different streams (RLlib seeds runner i with seed + i), and PPO learns from them.
-    (This test also stands for two remote runners on one node, which took as long again.)"""
+    """A head node without CPUs (the driver and its learner) and a node of one CPU: the remote EnvRunner, and
+    its fastvec pool of one thread, land on the other node, and PPO learns from what it samples there. (One
+    runner: a second, on the head, took as long again on a busy machine; that runners draw different streams is
+    test_rllib_runner's test_no_two_envs_of_three_runners_share_a_stream.)"""
     from ray.cluster_utils import Cluster
 
     # No log monitor (the driver does not take the workers' logs) and no autoscaler monitor (the nodes are fixed):
-    # two processes less to start beside the runners.
+    # two processes less to start beside the runner.
     quiet = {"include_dashboard": False, "include_log_monitor": False}
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "no_monitor": True, **quiet})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "no_monitor": True, **quiet})
     try:
         cluster.add_node(num_cpus=1, include_log_monitor=False)
         ray.init(address=cluster.address, log_to_driver=False)
-        config = configure(ppo_config(2), "CartPole-v1", num_envs=8)
+        config = configure(ppo_config(1), "CartPole-v1", num_envs=8)
         returns, facts = train(config, iterations=5)
-        assert len(facts) == 2 and len({f["node"] for f in facts}) == 2
-        for f in facts:
-            assert (f["module"], f["class"], f["num_envs"], f["num_threads"]) == ("fastvec.vector", "VectorEnv", 8, 1)
-            assert f["runner"] == "FastvecEnvRunner"
-        assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
+        assert len(facts) == 1 and facts[0]["node"] != ray.get_runtime_context().get_node_id()
+        assert (facts[0]["module"], facts[0]["class"], facts[0]["num_envs"]) == ("fastvec.vector", "VectorEnv", 8)
+        assert (facts[0]["runner"], facts[0]["num_threads"]) == ("FastvecEnvRunner", 1)
         assert returns[-1] > 1.5 * returns[0], returns
     finally:
         ray.shutdown()
