@@ -160,6 +160,10 @@ class MultiAgentVectorEnv:
         attribute too: the pool's wrapper around it is not the user's)."""
         return self.backend.env_call("set" if kind == "set_outer" else kind, name, args, kwargs, env_ids)
 
+    def render(self) -> tuple[Any, ...] | None:
+        """Each multi-agent env's ``render()``, in env order (None when the envs have no render mode)."""
+        return self.backend.render()
+
     def close(self) -> None:
         """Closes the pool (idempotent)."""
         self.backend.close()
