@@ -48,10 +48,14 @@ class RowsTranslator(Protocol):
     possible_agents: list[str]
     observation_spaces: dict[str, gym.Space]  #: agent -> single-env observation space
     action_spaces: dict[str, gym.Space]  #: agent -> single-env action space (Box/Discrete/MultiDiscrete/MultiBinary)
+    #: the backend's info keys the translator consumes (e.g. per-agent rewards): left out of the façade's infos
+    consumed_info_keys: tuple[str, ...]
 
     def split(self, obs: Any, info: dict[str, Any]) -> AgentRows:
         """The per-agent arrays of a batch the backend returned (``obs``: its observation batch; ``info``: its info
-        dict, the envs' own keys). Rewards and flags are this batch's (for a reset: zeros and False)."""
+        dict, the envs' own keys). Rewards and flags are this batch's (for a reset: zeros and False), as the env set
+        them: the façade adds the pool's time-limit truncations (every agent active, not terminated, in a row whose
+        env-level ``truncated`` is set), so a backend whose agents never end by themselves returns False flags."""
 
     def split_final(self, final_obs: np.ndarray, final_info: dict[str, Any] | None, ended: np.ndarray) -> AgentRows:
         """``same_step`` mode: the per-agent arrays of the final step of the rows ``ended`` (bool ``(B,)``), from the
@@ -65,6 +69,8 @@ class RowsTranslator(Protocol):
 
 class PyPoolRows:
     """The translator of the Python-env pool, whose envs are :class:`~fastvec.multiagent.as_one_env.AsOneEnv`."""
+
+    consumed_info_keys: tuple[str, ...] = ()  # (everything per agent is in the observation)
 
     def __init__(self, possible_agents: list[str], observation_space: gym.spaces.Dict, action_space: gym.spaces.Dict):
         self.possible_agents = list(possible_agents)

@@ -183,3 +183,41 @@ class Reference:
                 return {**row, "obs": new["obs"], "active": new["active"], "final": row}
             self.needs_reset = True
         return row
+
+
+class Nested(ParallelEnv):
+    """Agent ``p`` observes a Dict, ``q`` a Tuple; both act Discrete(2); the episode is 2 steps."""
+
+    metadata: ClassVar[dict] = {"name": "nested_v0"}
+
+    def __init__(self) -> None:
+        self.possible_agents = ["p", "q"]
+        self.agents: list[str] = []
+        self.t = 0
+
+    def observation_space(self, agent):
+        if agent == "p":
+            return gym.spaces.Dict({"pos": gym.spaces.Box(-5.0, 5.0, (2,), np.float32), "id": gym.spaces.Discrete(3)})
+        return gym.spaces.Tuple((gym.spaces.Discrete(4), gym.spaces.Box(0.0, 9.0, (1,), np.float64)))
+
+    def action_space(self, agent):
+        return gym.spaces.Discrete(2)
+
+    def _obs(self):
+        return {
+            "p": {"pos": np.array([self.t, -self.t], np.float32), "id": self.t % 3},
+            "q": (self.t, np.array([self.t + 0.5])),
+        }
+
+    def reset(self, seed=None, options=None):
+        self.t, self.agents = 0, list(self.possible_agents)
+        return self._obs(), {}
+
+    def step(self, actions):
+        self.t += 1
+        done = self.t >= 2
+        flags = {a: done for a in self.agents}
+        rewards = {a: float(actions[a]) for a in self.agents}
+        if done:
+            self.agents = []
+        return self._obs(), rewards, flags, {a: False for a in flags}, {}

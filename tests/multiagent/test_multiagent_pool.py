@@ -11,7 +11,7 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Reference, make_duo
+from ma_envs import Lifecycle, Misbehaving, Nested, Reference, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -333,3 +333,47 @@ def test_close():
         env.step(sample_actions(env, np.random.default_rng(0), 2))
     with pytest.raises(ClosedError):
         env.reset()
+
+
+def test_partial_reset_in_any_order_keeps_track_of_who_is_alive():
+    with fastvec.make(Lifecycle, 3, seed=0, num_workers=1) as env:
+        env.reset()
+        rng = np.random.default_rng(0)
+        for _ in range(3):  # c born (step 2), b terminated (step 3) everywhere
+            env.step(sample_actions(env, rng, 3))
+        obs, infos = env.reset(options={"env_id": [2, 0]})
+        assert infos["active"]["b"].tolist() == [True, True] and not infos["active"]["c"].any()
+        actions = sample_actions(env, rng, 3)
+        with pytest.raises(KeyError, match=r"agent 'c' is alive in env\(s\) \[1\]"):
+            env.step({a: v for a, v in actions.items() if a != "c"})
+        with pytest.raises(KeyError, match=r"agent 'b' is alive in env\(s\) \[0, 2\]"):
+            env.step({a: v for a, v in actions.items() if a != "b"})
+        obs, rewards, *_ = env.step(actions)
+        assert (rewards["b"] != 0).tolist() == [True, False, True] and (rewards["c"] != 0).tolist()[1]
+
+
+def test_dict_and_tuple_observations_of_an_agent():
+    with fastvec.make(Nested, 2, autoreset_mode="same_step", num_workers=1) as env:
+        obs, _ = env.reset(seed=0)
+        assert obs["p"]["pos"].shape == (2, 2) and obs["q"][1].dtype == np.float64
+        env.step({"p": np.array([0, 1]), "q": np.array([1, 1])})
+        obs, rewards, terms, _, infos = env.step({"p": np.array([1, 1]), "q": np.array([0, 1])})
+        assert terms["p"].all() and rewards["q"].tolist() == [0.0, 1.0]
+        np.testing.assert_array_equal(infos["final_obs"]["p"]["pos"], [[2, -2], [2, -2]])
+        np.testing.assert_array_equal(infos["final_obs"]["q"][0], [2, 2])
+        np.testing.assert_array_equal(obs["p"]["pos"], np.zeros((2, 2)))  # the new episode's
+
+
+def test_constructors_returning_one_instance_are_refused():
+    shared = Lifecycle()
+    with pytest.raises(ValueError, match="same instance"):
+        fastvec.make(lambda: shared, 2, num_workers=1)
+
+
+def test_env_state_through_call():
+    with fastvec.make(functools.partial(simple_spread.parallel_env, N=2), 2, seed=0, num_workers=1) as env:
+        env.reset()
+        states = env.call("state")
+        direct = simple_spread.parallel_env(N=2)
+        direct.reset(seed=1)
+        np.testing.assert_array_equal(states[1], direct.state())
