@@ -5,13 +5,17 @@ MultiAgentEnv, episode statistics, env calls, bad input and close."""
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
+import textwrap
 
 import gymnasium as gym
 import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Nested, Reference, make_duo
+from ma_envs import Lifecycle, Misbehaving, Nested, Reference, duo_class, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -169,7 +173,8 @@ def test_aec_env_runs_through_aec_to_parallel():
 
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
 def test_rllib_multiagent_env(mode):
-    with fastvec.make(make_duo, 2, autoreset_mode=mode, episode_stats=True, num_workers=1) as env:
+    duo_class()  # ray imported here once; forked workers inherit it (a worker importing it takes seconds)
+    with fastvec.make(make_duo, 2, autoreset_mode=mode, episode_stats=True, num_workers=1, start_method="fork") as env:
         assert env.possible_agents == ["x", "y"]
         obs, infos = env.reset(seed=0)
         assert infos["__common__"]["start"].tolist() == [1, 1]
@@ -377,3 +382,24 @@ def test_env_state_through_call():
         direct = simple_spread.parallel_env(N=2)
         direct.reset(seed=1)
         np.testing.assert_array_equal(states[1], direct.state())
+
+
+def test_pettingzoo_users_never_import_ray():
+    script = textwrap.dedent(
+        """
+        import sys
+        import fastvec
+        from ma_envs import Lifecycle
+        if __name__ == "__main__":
+            with fastvec.make(Lifecycle, 2, num_workers=1) as env:
+                env.reset(seed=0)
+                env.step({"a": [0, 1], "b": [[0, 0], [0, 0]]})
+            assert not any(m == "ray" or m.startswith("ray.") for m in sys.modules), "ray was imported"
+        """
+    )
+    here = os.path.dirname(__file__)
+    path = os.pathsep.join([here, os.path.dirname(os.path.dirname(here)), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
