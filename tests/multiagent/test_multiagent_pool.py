@@ -4,6 +4,7 @@ MultiAgentEnv, episode statistics, env calls, bad input and close."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -19,6 +20,7 @@ from ma_envs import Lifecycle, Misbehaving, Nested, Reference, duo_class, make_d
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
+from fastvec.multiagent import PyPoolRows
 from fastvec.vector import ClosedError
 
 MODES = ("next_step", "same_step", "disabled")
@@ -403,3 +405,40 @@ def test_pettingzoo_users_never_import_ray():
         [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+class NoReturns(PyPoolRows):
+    """A translator for a backend that keeps no per-agent returns (as a native one may): the façade sums them."""
+
+    def split(self, obs, info):
+        return dataclasses.replace(super().split(obs, info), returns=None)
+
+    def split_final(self, final_obs, final_info, ended):
+        return dataclasses.replace(super().split_final(final_obs, final_info, ended), returns=None)
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+@pytest.mark.parametrize("rows", [PyPoolRows, NoReturns])
+def test_episode_agent_returns(rows, mode):
+    made = fastvec.make(Lifecycle, 2, episode_stats=True, autoreset_mode=mode, seed=0, num_workers=1)
+    backend = made.backend
+    env = fastvec.MultiAgentVectorEnv(
+        backend,
+        rows(made.possible_agents, backend.single_observation_space, backend.single_action_space),
+        episode_stats=True,
+    )
+    with env:
+        env.reset()
+        rng = np.random.default_rng(5)
+        for _episode in range(2):
+            totals = {a: np.zeros(2) for a in env.possible_agents}
+            for t in range(1, 7):
+                obs, rewards, terms, truncs, infos = env.step(sample_actions(env, rng, 2))
+                for a in totals:
+                    totals[a] += rewards[a]
+                assert ("episode_agent_returns" in infos) == (t == 6)
+            assert infos["_episode_agent_returns"].all()
+            for a in totals:
+                np.testing.assert_allclose(infos["episode_agent_returns"][a], totals[a])
+            if mode == "next_step":
+                env.step({})  # the autoreset step: no agent is alive
