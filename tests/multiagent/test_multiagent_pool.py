@@ -248,6 +248,8 @@ def test_make_routes_ids_and_lists():
         obs, _ = env.reset(seed=0)
         reference, _ = simple_spread.parallel_env(N=2, max_cycles=3).reset(seed=1)
         np.testing.assert_array_equal(obs["agent_1"][1], reference["agent_1"])
+    with pytest.raises(ValueError, match="did you mean 'simple_spread_v3'"):
+        fastvec.make("simple_sprad_v3", 2, backend="python")
     with pytest.raises(TypeError, match="single-agent"):
         fastvec.multiagent.make(lambda: gym.make("CartPole-v1"), 1)
     with pytest.raises(ValueError, match="episode_stats='gymnasium'"):
