@@ -323,7 +323,7 @@ def _check(
             low, high = space.start, space.start + space.nvec
         else:
             low, high = 0, 2
-        bad_rows = ((arr < low) | (arr >= high)).reshape(rows, -1).any(axis=1) & need
+        bad_rows = np.any((arr < low) | (arr >= high), axis=tuple(range(1, arr.ndim))) & need
         if bad_rows.any():
             r = int(np.flatnonzero(bad_rows)[0])
             raise ValueError(f"actions[{agent!r}] = {arr[r]} for env {int(ids[r])} is out of range for {space}")

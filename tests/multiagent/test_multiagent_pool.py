@@ -119,12 +119,13 @@ def test_sync_parity(name, mode):
             check_step(env, result, refs, range(n), mode)
 
 
-@pytest.mark.parametrize("mode", ["next_step", "same_step"])
-def test_async_parity(mode):
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["lifecycle", "simple_spread"])
+def test_async_parity(name, mode):
     n, batch, seed = 4, 2, 5
     rng = np.random.default_rng(1)
-    with fastvec.make(Lifecycle, n, batch_size=batch, seed=seed, autoreset_mode=mode, num_workers=2) as env:
-        refs = references("lifecycle", n, mode, seed)
+    with fastvec.make(ENVS[name], n, batch_size=batch, seed=seed, autoreset_mode=mode, num_workers=2) as env:
+        refs = references(name, n, mode, seed)
         env.async_reset()
         seen = 0
         for _ in range(20):
@@ -132,11 +133,18 @@ def test_async_parity(mode):
             ids = infos["env_id"].tolist()
             check_step(env, (obs, rewards, terms, truncs, infos), refs, ids, mode)
             seen += len(ids)
-            actions = sample_actions(env, rng, len(ids))
-            env.send(actions, infos["env_id"])
-            for row, e in enumerate(ids):
-                refs.step(e, actions, row)
+            ended = [e for e in ids if refs[e].needs_reset and mode == "disabled"]
+            if ended:  # disabled: reset by the caller
+                env.async_reset(env_id=ended)
+                for e in ended:
+                    refs.reset(e)
+            rows = [row for row, e in enumerate(ids) if e not in ended]
+            actions = sample_actions(env, rng, len(rows))
+            env.send(actions, infos["env_id"][rows])
+            for k, row in enumerate(rows):
+                refs.step(ids[row], actions, k)
         assert seen == 20 * batch
+        env.send({}, [])  # no env: nothing to check, nothing sent
 
 
 def test_seeding_is_deterministic_across_workers():
