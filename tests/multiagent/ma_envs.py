@@ -221,3 +221,11 @@ class Nested(ParallelEnv):
         if done:
             self.agents = []
         return self._obs(), rewards, flags, {a: False for a in flags}, {}
+
+
+class Reversed(Lifecycle):
+    """A Lifecycle that lists its agents in the other order."""
+
+    def __init__(self, length: int = 6) -> None:
+        super().__init__(length)
+        self.possible_agents = ["c", "b", "a"]

@@ -16,7 +16,7 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Nested, Reference, duo_class, make_duo
+from ma_envs import Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -452,3 +452,19 @@ def test_episode_agent_returns(rows, mode):
                 np.testing.assert_allclose(infos["episode_agent_returns"][a], totals[a])
             if mode == "next_step":
                 env.step({})  # the autoreset step: no agent is alive
+
+
+def test_envs_listing_their_agents_in_different_orders():
+    rng = np.random.default_rng(6)
+    with fastvec.make([Lifecycle, Reversed], seed=0, num_workers=1) as env:
+        assert env.possible_agents == ["a", "b", "c"]  # env 0's order
+        refs = Refs([Reference(Lifecycle(), "next_step"), Reference(Reversed(), "next_step")])
+        refs.reset(0, 0)
+        refs.reset(1, 1)
+        env.reset()
+        for _ in range(7):
+            actions = sample_actions(env, rng, 2)
+            result = env.step(actions)
+            for e in range(2):
+                refs.step(e, actions)
+            check_step(env, result, refs, range(2), "next_step")
