@@ -21,6 +21,8 @@ from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
 from fastvec.multiagent import PyPoolRows
+from fastvec.multiagent.as_one_env import AsOneEnv, Maker
+from fastvec.multiagent.ids import MPE2_IDS, python_constructor
 from fastvec.vector import ClosedError
 
 MODES = ("next_step", "same_step", "disabled")
@@ -468,3 +470,19 @@ def test_envs_listing_their_agents_in_different_orders():
             for e in range(2):
                 refs.step(e, actions)
             check_step(env, result, refs, range(2), "next_step")
+
+
+@pytest.mark.parametrize("env_id", MPE2_IDS)
+def test_every_mpe2_id_as_one_env(env_id):
+    """Each id's constructor, wrapped as the workers wrap it (here, in this process): its observations fit the one
+    env's space, its reward is the sum over the agents, and truncation at max_cycles ends the episode."""
+    env = Maker(python_constructor(env_id, {"max_cycles": 3}))()
+    assert isinstance(env, AsOneEnv)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    env.action_space.seed(0)
+    for t in range(1, 4):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and obs["active"].all()
+        assert reward == pytest.approx(obs["rewards"].sum()) and truncated == (t == 3) and not terminated
+    assert obs["truncations"].all()
