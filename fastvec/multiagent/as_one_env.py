@@ -71,6 +71,13 @@ class Maker:
         if kind == "aec":
             from pettingzoo.utils.conversions import aec_to_parallel
 
+            if not (getattr(env, "metadata", None) or {}).get("is_parallelizable", False):
+                name = type(getattr(env, "unwrapped", env)).__name__
+                raise ValueError(
+                    f"{name} is an AEC env whose metadata does not say is_parallelizable: PettingZoo's "
+                    "aec_to_parallel, which the pool steps AEC envs through, is safe only for envs whose agents all "
+                    "act once per cycle (not turn-based games such as chess or tic-tac-toe)"
+                )
             env, kind = aec_to_parallel(env), PARALLEL
         return AsOneEnv(env, kind)
 

@@ -486,3 +486,11 @@ def test_every_mpe2_id_as_one_env(env_id):
         assert env.observation_space.contains(obs) and obs["active"].all()
         assert reward == pytest.approx(obs["rewards"].sum()) and truncated == (t == 3) and not terminated
     assert obs["truncations"].all()
+
+
+@pytest.mark.filterwarnings("ignore:The old environment creation API:DeprecationWarning")
+def test_turn_based_aec_env_is_refused_clearly():
+    from pettingzoo.classic import tictactoe_v3
+
+    with pytest.raises(ValueError, match="raw_env is an AEC env whose metadata does not say is_parallelizable"):
+        fastvec.make(tictactoe_v3.env, 1, num_workers=1)
