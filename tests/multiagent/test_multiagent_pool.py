@@ -494,3 +494,19 @@ def test_turn_based_aec_env_is_refused_clearly():
 
     with pytest.raises(ValueError, match="raw_env is an AEC env whose metadata does not say is_parallelizable"):
         fastvec.make(tictactoe_v3.env, 1, num_workers=1)
+
+
+def test_after_an_env_raised_the_others_agents_are_known():
+    """A sync step where one env raised drops the batch: env 0 stepped (c was born) and must now get c's action."""
+    rng = np.random.default_rng(0)
+    with fastvec.make([Lifecycle, functools.partial(Misbehaving, "stranger", at=2)], num_workers=1) as env:
+        env.reset(seed=0)
+        env.step(sample_actions(env, rng, 2))
+        with pytest.raises(ValueError, match="zed"):
+            env.step(sample_actions(env, rng, 2))
+        env.reset(options={"env_id": [1]})
+        actions = sample_actions(env, rng, 2)
+        with pytest.raises(KeyError, match=r"agent 'c' is alive in env\(s\) \[0\]"):
+            env.step({a: v for a, v in actions.items() if a != "c"})
+        obs, rewards, *_ = env.step(actions)
+        assert rewards["c"][0] != 0 and obs["a"][0][0] == 3  # env 0's third step
