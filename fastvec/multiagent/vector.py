@@ -47,6 +47,8 @@ class MultiAgentVectorEnv:
     """
 
     def __init__(self, backend: VectorEnv, rows: RowsTranslator, *, episode_stats: bool = False) -> None:
+        """Over ``backend`` (made with ``episode_stats=True`` when ``episode_stats``: its episode ends, returns and
+        lengths are the ones reported) and its translator ``rows``; what :func:`fastvec.make` does for you."""
         self.backend = backend  #: the fastvec.VectorEnv whose single env is one multi-agent env
         self._rows = rows
         self.num_envs = backend.num_envs

@@ -16,7 +16,7 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
+from ma_envs import DictActions, Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -510,3 +510,8 @@ def test_after_an_env_raised_the_others_agents_are_known():
             env.step({a: v for a, v in actions.items() if a != "c"})
         obs, rewards, *_ = env.step(actions)
         assert rewards["c"][0] != 0 and obs["a"][0][0] == 3  # env 0's third step
+
+
+def test_dict_action_space_is_refused():
+    with pytest.raises(TypeError, match=r"agent 'q' has action space Dict\('move'"):
+        fastvec.make(DictActions, 1, num_workers=1)
