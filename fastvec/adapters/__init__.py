@@ -1,6 +1,6 @@
 """Adapters for training libraries; each imports its framework only when called.
 
-- :func:`sb3_vec`: a Stable-Baselines3 ``VecEnv``.
+- :func:`sb3_vec`: a Stable-Baselines3 ``VecEnv`` (a slot per env and agent for a multi-agent env).
 - :func:`tianshou_venv`: a Tianshou vector env.
 - :func:`tianshou_ma_venv`: a Tianshou vector env of PettingZoo envs, for its multi-agent algorithms.
 - :func:`rllib_env`: a name registered with Ray Tune for ``config.environment(env=...)``;
@@ -15,7 +15,8 @@ from typing import Any
 def sb3_vec(env_id: Any, num_envs: int | None = None, **kwargs: Any) -> Any:
     """A Stable-Baselines3 ``VecEnv``: ``fastvec.sb3_vec("CartPole-v1", 8, seed=0)``.
 
-    Takes :func:`fastvec.make`'s arguments (and ``monitor=True``); see :mod:`fastvec.adapters.sb3`.
+    Takes :func:`fastvec.make`'s arguments (and ``monitor=True``); see :mod:`fastvec.adapters.sb3`. A multi-agent
+    env gives a slot per (env, agent), as SuperSuit's vec envs: see :mod:`fastvec.adapters.sb3_ma`.
     """
     from fastvec.adapters.sb3 import sb3_vec as impl
 

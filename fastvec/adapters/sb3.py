@@ -30,6 +30,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from fastvec._args import autoreset_mode_name
 from fastvec.batching import info_rows
+from fastvec.multiagent import MultiAgentVectorEnv
 from fastvec.vector import VectorEnv, make
 
 
@@ -207,8 +208,11 @@ class SB3VecEnv(VecEnv):
         return [int(i) % self.num_envs for i in idx]
 
 
-def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> SB3VecEnv:
+def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> VecEnv:
     """An SB3 ``VecEnv`` of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s arguments.
+
+    A multi-agent env (a PettingZoo or RLlib multi-agent env, or a multi-agent id) gives one slot per (env, agent):
+    :class:`fastvec.adapters.sb3_ma.SB3MultiAgentVecEnv`, SuperSuit's recipe for parameter sharing.
 
     >>> env = fastvec.sb3_vec("CartPole-v1", 8, seed=0)
     >>> env.reset().shape
@@ -221,7 +225,16 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
         )
     args = (env_id,) if num_envs is None else (env_id, num_envs)
     kwargs["episode_stats"] = True  # Monitor's "episode" dicts are made from them
-    return SB3VecEnv(make(*args, autoreset_mode="same_step", **kwargs), monitor=monitor)
+    env = make(*args, autoreset_mode="same_step", **kwargs)
+    if isinstance(env, MultiAgentVectorEnv):  # a slot per (env, agent): fastvec.adapters.sb3_ma
+        from fastvec.adapters.sb3_ma import SB3MultiAgentVecEnv
+
+        try:
+            return SB3MultiAgentVecEnv(env, monitor=monitor)
+        except BaseException:
+            env.close()
+            raise
+    return SB3VecEnv(env, monitor=monitor)
 
 
 def _place(out: Any, part: Any, ids: list[int], n: int) -> Any:
