@@ -30,17 +30,17 @@ import numpy as np
 
 try:
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import VecEnv
     from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
     from stable_baselines3.common.vec_env.util import check_for_nested_spaces
 except ImportError as e:  # pragma: no cover - exercised only without SB3
     raise ImportError("fastvec.sb3_vec needs Stable-Baselines3: pip install stable-baselines3") from e
 
+from fastvec.adapters.sb3 import SB3Base
 from fastvec.batching import info_rows
 from fastvec.multiagent import MultiAgentVectorEnv
 
 
-class SB3MultiAgentVecEnv(VecEnv):
+class SB3MultiAgentVecEnv(SB3Base):
     """A ``stable_baselines3`` ``VecEnv`` whose slots are the (env, agent) pairs of a
     :class:`fastvec.MultiAgentVectorEnv` made with ``autoreset_mode="same_step"``; made by :func:`fastvec.sb3_vec`
     from a multi-agent env.
@@ -78,8 +78,8 @@ class SB3MultiAgentVecEnv(VecEnv):
         self.env = env
         self.monitor = monitor
         self.n_agents = len(self.agents)
+        self._unit = "slot"
         self._t_start = time.time()
-        self._actions: Any = None
         self._env_seeds: list[int | None] = [None] * env.num_envs
         super().__init__(env.num_envs * self.n_agents, obs_space, act_space)
 
@@ -114,13 +114,8 @@ class SB3MultiAgentVecEnv(VecEnv):
         self.reset_infos = self._agent_infos(infos, self.env.num_envs)
         return self._slots(obs)
 
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
-
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        if self._actions is None:
-            raise RuntimeError("step_wait() without step_async()")
-        actions, self._actions = self._actions, None
+        actions = self._take_actions()
         n, k = self.env.num_envs, self.n_agents
         obs, rewards, terms, truncs, infos = self.env.step(self._agent_actions(actions))
         ended = infos.get("_final_obs")
@@ -215,10 +210,3 @@ class SB3MultiAgentVecEnv(VecEnv):
             info_rows(infos[a], n) if isinstance(infos.get(a), dict) else [{} for _ in range(n)] for a in self.agents
         ]
         return [per_agent[j][e] for e in range(n) for j in range(self.n_agents)]
-
-    def _indices(self, indices: VecEnvIndices) -> list[int]:
-        idx = list(self._get_indices(indices))
-        for i in idx:
-            if not -self.num_envs <= i < self.num_envs:
-                raise IndexError(f"slot index {i} out of range for {self.num_envs} slots")
-        return [int(i) % self.num_envs for i in idx]
