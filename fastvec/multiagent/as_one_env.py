@@ -8,7 +8,7 @@ travels in the pool's shared memory and nothing per agent is pickled on the hot 
           "rewards": Box(float64, (A,)), "returns": Box(float64, (A,)),
           "terminations": MultiBinary(A), "truncations": MultiBinary(A), "active": MultiBinary(A)})
 
-with the A agents in ``possible_agents`` order. ``active``: the agent has an observation in this result (the keys
+with the A agents in sorted order (the Dict's). ``active``: the agent has an observation in this result (the keys
 of the env's observation dict); an agent with none has zeros in ``obs``. ``returns``: each agent's return so far
 in this episode (the per-agent episode statistics). Its action space is ``Dict(agent -> action space)``: every
 agent gets a row, and the wrapper passes the env only the actions of the agents due to act. Its reward is the sum
@@ -102,7 +102,9 @@ class AsOneEnv(gym.Env):
         if len(set(agents)) != len(agents):
             raise ValueError(f"{self._name}: possible_agents lists an agent twice: {agents}")
         self.possible_agents = agents
-        self._index = {a: i for i, a in enumerate(agents)}
+        # An agent's slot in the per-agent vectors: its place among the sorted ids (as the Dict space sorts them), so
+        # that envs listing the same agents in another order share one layout, which the pool's spaces check sees.
+        self._index = {a: i for i, a in enumerate(sorted(agents))}
         self._obs_spaces = {a: self._space("observation", a) for a in agents}
         self._act_spaces = {a: self._space("action", a) for a in agents}
         n = len(agents)

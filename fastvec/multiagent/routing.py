@@ -9,13 +9,14 @@ No env is made in the parent to find out: each worker reports its envs' metadata
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from fastvec.multiagent.as_one_env import MARKER, Maker
-from fastvec.multiagent.ids import python_constructor
+from fastvec.multiagent.ids import multiagent_ids, python_constructor
 from fastvec.multiagent.rows import PyPoolRows
 from fastvec.multiagent.vector import MultiAgentVectorEnv
 
@@ -27,8 +28,14 @@ def python_env_id(env_id: Any, env_kwargs: dict[str, Any]) -> tuple[Any, dict[st
     """``env_id`` and ``env_kwargs`` as the Python-env pool takes them: a multi-agent id becomes its constructor
     (taking the kwargs), and every constructor is wrapped in a :class:`Maker`; a gymnasium id is left as it is."""
     if isinstance(env_id, str):
-        made = python_constructor(env_id.removeprefix("fastvec/"), env_kwargs)
-        return (env_id, env_kwargs) if made is None else (Maker(made), {})
+        name = env_id.removeprefix("fastvec/")
+        made = python_constructor(name, env_kwargs)
+        if made is not None:
+            return Maker(made), {}
+        close = difflib.get_close_matches(name, multiagent_ids(), n=1)
+        if close and name not in gym.registry:
+            raise ValueError(f"unknown env_id {name!r}; did you mean {close[0]!r} (a multi-agent id)?")
+        return env_id, env_kwargs
     if callable(env_id):
         return Maker(env_id), env_kwargs
     if isinstance(env_id, Sequence) and all(callable(f) for f in env_id):

@@ -48,10 +48,14 @@ class RowsTranslator(Protocol):
     possible_agents: list[str]
     observation_spaces: dict[str, gym.Space]  #: agent -> single-env observation space
     action_spaces: dict[str, gym.Space]  #: agent -> single-env action space (Box/Discrete/MultiDiscrete/MultiBinary)
+    #: the backend's info keys the translator consumes (e.g. per-agent rewards): left out of the façade's infos
+    consumed_info_keys: tuple[str, ...]
 
     def split(self, obs: Any, info: dict[str, Any]) -> AgentRows:
         """The per-agent arrays of a batch the backend returned (``obs``: its observation batch; ``info``: its info
-        dict, the envs' own keys). Rewards and flags are this batch's (for a reset: zeros and False)."""
+        dict, the envs' own keys). Rewards and flags are this batch's (for a reset: zeros and False), as the env set
+        them: the façade adds the pool's time-limit truncations (every agent active, not terminated, in a row whose
+        env-level ``truncated`` is set), so a backend whose agents never end by themselves returns False flags."""
 
     def split_final(self, final_obs: np.ndarray, final_info: dict[str, Any] | None, ended: np.ndarray) -> AgentRows:
         """``same_step`` mode: the per-agent arrays of the final step of the rows ``ended`` (bool ``(B,)``), from the
@@ -66,8 +70,11 @@ class RowsTranslator(Protocol):
 class PyPoolRows:
     """The translator of the Python-env pool, whose envs are :class:`~fastvec.multiagent.as_one_env.AsOneEnv`."""
 
+    consumed_info_keys: tuple[str, ...] = ()  # (everything per agent is in the observation)
+
     def __init__(self, possible_agents: list[str], observation_space: gym.spaces.Dict, action_space: gym.spaces.Dict):
         self.possible_agents = list(possible_agents)
+        self._slot = {a: i for i, a in enumerate(sorted(possible_agents))}
         obs_spaces = observation_space["obs"]
         assert isinstance(obs_spaces, gym.spaces.Dict)
         self.observation_spaces = {a: obs_spaces[a] for a in self.possible_agents}
@@ -108,9 +115,10 @@ class PyPoolRows:
         return actions  # the AsOneEnv's action space is the Dict of the agents' spaces
 
     def _columns(self, matrix: np.ndarray, dtype: type | None) -> dict[str, np.ndarray]:
-        """Per agent, its column of a ``(B, A)`` matrix as a contiguous array (one copy for all)."""
+        """Per agent, its column of a ``(B, A)`` matrix (columns in sorted agent order, as AsOneEnv writes them) as
+        a contiguous array (one copy for all)."""
         t = np.ascontiguousarray(matrix.T, dtype=dtype)
-        return {a: t[i] for i, a in enumerate(self.possible_agents)}
+        return {a: t[self._slot[a]] for a in self.possible_agents}
 
 
 def _zeros(space: gym.Space, rows: int) -> Any:

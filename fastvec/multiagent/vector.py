@@ -22,7 +22,7 @@ from fastvec._args import check_env_ids
 from fastvec.multiagent.rows import AgentRows, RowsTranslator
 from fastvec.vector import Seed, VectorEnv
 
-_STEP_KEYS_REPLACED = ("final_obs", "_final_obs")  # the backend's, replaced by per-agent ones
+_STEP_KEYS_REPLACED = ("final_obs", "_final_obs")  # the backend's, replaced by per-agent ones (same_step)
 
 
 class MultiAgentVectorEnv:
@@ -61,6 +61,7 @@ class MultiAgentVectorEnv:
         self.autoreset_mode: AutoresetMode = backend.autoreset_mode
         self._episode_stats = episode_stats
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._hidden = (*_STEP_KEYS_REPLACED, *rows.consumed_info_keys)  # backend info keys not passed on
         for a, space in self.single_action_spaces.items():
             if not isinstance(
                 space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
@@ -100,8 +101,7 @@ class MultiAgentVectorEnv:
         """Resets every env (or, with ``options={"reset_mask": mask}`` / ``{"env_id": ids}``, some) as
         :meth:`fastvec.VectorEnv.reset` does: ``seed=s`` seeds env ``i`` with ``s + i``, a list one seed per env."""
         obs, info = self.backend.reset(seed=seed, options=options)
-        ids = self._reset_ids(options)
-        return self._reset_result(obs, info, ids)
+        return self._reset_result(obs, info, options or {})
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """Steps every env (sync mode); ``actions``: agent -> array of ``num_envs`` rows."""
@@ -119,6 +119,7 @@ class MultiAgentVectorEnv:
     def async_reset(self, seed: Seed = None, env_id: Any = None, options: dict[str, Any] | None = None) -> None:
         """Starts a reset of every env (or of the envs ``env_id``); :meth:`recv` returns the rows."""
         self.backend.async_reset(seed=seed, env_id=env_id, options=options)
+        self._sums[self._all_ids if env_id is None else env_id] = 0.0
 
     def send(self, actions: Mapping[str, Any], env_id: Any = None) -> None:
         """Queues a step of each env in ``env_id`` (every env if None); ``actions``: agent -> one row per env."""
@@ -159,6 +160,10 @@ class MultiAgentVectorEnv:
         """:meth:`fastvec.VectorEnv.env_call` on the multi-agent envs (``set_outer`` sets the multi-agent env's
         attribute too: the pool's wrapper around it is not the user's)."""
         return self.backend.env_call("set" if kind == "set_outer" else kind, name, args, kwargs, env_ids)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each multi-agent env's ``render()``, in env order (None when the envs have no render mode)."""
+        return self.backend.render()
 
     def close(self) -> None:
         """Closes the pool (idempotent)."""
@@ -201,30 +206,25 @@ class MultiAgentVectorEnv:
             full[a] = _check(a, self.single_action_spaces[a], actions[a], need, self._filler[a], ids)
         return self._rows.join(full)
 
-    def _reset_ids(self, options: dict[str, Any] | None) -> np.ndarray | None:
-        """The envs a reset with ``options`` reset, when it was partial (None: every env)."""
-        if not options:
-            return None
-        if options.get("reset_mask") is not None:
-            return np.flatnonzero(np.asarray(options["reset_mask"]))
-        if options.get("env_id") is not None:
-            return np.asarray(options["env_id"], dtype=np.int64).reshape(-1)
-        return None
-
     def _reset_result(
-        self, obs: Any, info: dict[str, Any], ids: np.ndarray | None
+        self, obs: Any, info: dict[str, Any], options: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A reset's result (the backend checked ``options``): every env's rows, in env order, unless
+        ``options["env_id"]`` listed some (their rows, in that order); with a ``reset_mask``, the others' rows
+        report their current observation, and their agents stay as they were."""
         agents = self._rows.split(obs, info)
         infos = self._infos(info, agents)
-        self._sums[self._all_ids if ids is None else ids] = 0.0
-        rows_ids = info.get("env_id")
-        if ids is None:  # every env, in env order (or the async reset's rows)
-            env_rows = self._all_ids if rows_ids is None else rows_ids
-            self._alive[env_rows] = self._stack(agents.active)
-        elif len(ids) and len(next(iter(agents.active.values()))) == self.num_envs:  # a mask: every row returned
-            self._alive[ids] = self._stack(agents.active)[ids]
-        else:  # env_id: the rows of ids, in their order
-            self._alive[ids] = self._stack(agents.active)
+        active = self._stack(agents.active)
+        ids: np.ndarray
+        if options.get("reset_mask") is not None:
+            ids = np.flatnonzero(np.asarray(options["reset_mask"]))
+            active = active[ids]
+        elif options.get("env_id") is not None:
+            ids = np.asarray(options["env_id"], dtype=np.int64).reshape(-1)
+        else:
+            ids = self._all_ids
+        self._alive[ids] = active
+        self._sums[ids] = 0.0
         return agents.obs, infos
 
     def _result(
@@ -244,10 +244,9 @@ class MultiAgentVectorEnv:
         if same_step and "_final_obs" in info:
             done = info["_final_obs"]
             final = rows.split_final(info["final_obs"], info.get("final_info"), done)
-            pick = done.__and__
             rewards = {a: np.where(done, final.rewards[a], rewards[a]) for a in rewards}
-            terms = {a: pick(final.terminations[a]) | (~done & terms[a]) for a in terms}
-            truncs = {a: pick(final.truncations[a]) | (~done & truncs[a]) for a in truncs}
+            terms = {a: np.where(done, final.terminations[a], terms[a]) for a in terms}
+            truncs = {a: np.where(done, final.truncations[a], truncs[a]) for a in truncs}
             final_active = {a: np.where(done, final.active[a], cur.active[a]) for a in cur.active}
             if final.returns is not None and returns is not None:
                 returns = {a: np.where(done, final.returns[a], returns[a]) for a in returns}
@@ -275,7 +274,10 @@ class MultiAgentVectorEnv:
         return cur.obs, rewards, terms, truncs, infos
 
     def _infos(self, info: dict[str, Any], agents: AgentRows) -> dict[str, Any]:
-        infos = {k: v for k, v in info.items() if k not in _STEP_KEYS_REPLACED}
+        infos = {k: v for k, v in info.items() if k not in self._hidden}
+        if self._rows.consumed_info_keys and isinstance(infos.get("final_info"), dict):
+            hidden = self._rows.consumed_info_keys
+            infos["final_info"] = {k: v for k, v in infos["final_info"].items() if k not in hidden}
         infos["active"] = agents.active
         return infos
 
@@ -321,7 +323,7 @@ def _check(
             low, high = space.start, space.start + space.nvec
         else:
             low, high = 0, 2
-        bad_rows = ((arr < low) | (arr >= high)).reshape(rows, -1).any(axis=1) & need
+        bad_rows = np.any((arr < low) | (arr >= high), axis=tuple(range(1, arr.ndim))) & need
         if bad_rows.any():
             r = int(np.flatnonzero(bad_rows)[0])
             raise ValueError(f"actions[{agent!r}] = {arr[r]} for env {int(ids[r])} is out of range for {space}")
