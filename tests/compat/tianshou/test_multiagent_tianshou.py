@@ -189,6 +189,8 @@ def test_bad_input_is_refused_naming_it():
         fastvec.tianshou_ma_venv(tictactoe_v3.env)
     with pytest.raises(ValueError, match="autoreset_mode='same_step'"):
         fastvec.tianshou_ma_venv(tictactoe_v3.env, 2, autoreset_mode="next_step")
+    with pytest.raises(TypeError, match=r"multi-agent envs: .* fastvec.tianshou_ma_venv\(env_fn, num_envs\)"):
+        fastvec.tianshou_venv(functools.partial(simple_spread_v3.parallel_env, max_cycles=5), 2)
     with pytest.raises(TypeError, match="AECEnv or ParallelEnv"):
         TurnEnv(lambda: object())
     with pytest.raises(ValueError, match="observation space equal: agent 'adversary_0'"):
