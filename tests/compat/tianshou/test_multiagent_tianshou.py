@@ -25,6 +25,7 @@ from tianshou.env.pettingzoo_env import PettingZooEnv  # noqa: E402
 ENVS = {
     "tictactoe": tictactoe_v3.env,
     "simple_spread": functools.partial(simple_spread_v3.env, max_cycles=5),
+    "simple_spread_continuous": functools.partial(simple_spread_v3.env, max_cycles=5, continuous_actions=True),
 }
 
 
@@ -47,6 +48,9 @@ def assert_same_obs(ours, ref):
 
 
 def legal_actions(obs, rng):
+    """A legal action per env: a masked Discrete one, or a Box one (mpe2's continuous actions, in [0, 1])."""
+    if "mask" not in obs[0]:
+        return rng.uniform(0, 1, (len(obs), 5)).astype(np.float32)
     return np.array([rng.choice(np.flatnonzero(o["mask"])) for o in obs])
 
 
@@ -107,7 +111,7 @@ def random_algorithm(name):
     return MultiAgentOffPolicyAlgorithm(algorithms=players, env=env)
 
 
-@pytest.mark.parametrize("name", sorted(ENVS))
+@pytest.mark.parametrize("name", ["simple_spread", "tictactoe"])
 def test_collector_with_random_policies_collects_what_dummy_vector_env_gives(name):
     """Collectors over fastvec's venv and over DummyVectorEnv, each with a MultiAgentOffPolicyAlgorithm of random
     (masked) policies drawing from numpy's global RNG seeded alike, collect the same episodes: the same returns
