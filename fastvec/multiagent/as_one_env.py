@@ -39,6 +39,9 @@ import numpy as np
 MARKER = "fastvec.multiagent"  #: metadata key of an AsOneEnv: its possible_agents (the parent's sign of one)
 
 PARALLEL, RLLIB = "parallel", "rllib"
+# The env-call name under which an AsOneEnv answers the agents it will give actions to next step (None: not reset),
+# which the parent asks for when a step's results were lost to another env's exception.
+ACTING = "__fastvec_acting__"
 
 
 def multiagent_kind(env: Any) -> str | None:
@@ -71,6 +74,13 @@ class Maker:
         if kind == "aec":
             from pettingzoo.utils.conversions import aec_to_parallel
 
+            if not (getattr(env, "metadata", None) or {}).get("is_parallelizable", False):
+                name = type(getattr(env, "unwrapped", env)).__name__
+                raise ValueError(
+                    f"{name} is an AEC env whose metadata does not say is_parallelizable: PettingZoo's "
+                    "aec_to_parallel, which the pool steps AEC envs through, is safe only for envs whose agents all "
+                    "act once per cycle (not turn-based games such as chess or tic-tac-toe)"
+                )
             env, kind = aec_to_parallel(env), PARALLEL
         return AsOneEnv(env, kind)
 
@@ -197,6 +207,8 @@ class AsOneEnv(gym.Env):
         return getattr(self.env, "unwrapped", self.env)
 
     def get_wrapper_attr(self, name: str) -> Any:
+        if name == ACTING:
+            return self._acting
         return getattr(self.env, name)
 
     def has_wrapper_attr(self, name: str) -> bool:

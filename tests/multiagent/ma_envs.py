@@ -229,3 +229,12 @@ class Reversed(Lifecycle):
     def __init__(self, length: int = 6) -> None:
         super().__init__(length)
         self.possible_agents = ["c", "b", "a"]
+
+
+class DictActions(Nested):
+    """A Nested whose agent ``q`` acts with a Dict, which the multi-agent pool does not take."""
+
+    def action_space(self, agent):
+        if agent == "q":
+            return gym.spaces.Dict({"move": gym.spaces.Discrete(2)})
+        return gym.spaces.Discrete(2)

@@ -16,7 +16,7 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
+from ma_envs import DictActions, Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -486,3 +486,32 @@ def test_every_mpe2_id_as_one_env(env_id):
         assert env.observation_space.contains(obs) and obs["active"].all()
         assert reward == pytest.approx(obs["rewards"].sum()) and truncated == (t == 3) and not terminated
     assert obs["truncations"].all()
+
+
+@pytest.mark.filterwarnings("ignore:The old environment creation API:DeprecationWarning")
+def test_turn_based_aec_env_is_refused_clearly():
+    from pettingzoo.classic import tictactoe_v3
+
+    with pytest.raises(ValueError, match="raw_env is an AEC env whose metadata does not say is_parallelizable"):
+        fastvec.make(tictactoe_v3.env, 1, num_workers=1)
+
+
+def test_after_an_env_raised_the_others_agents_are_known():
+    """A sync step where one env raised drops the batch: env 0 stepped (c was born) and must now get c's action."""
+    rng = np.random.default_rng(0)
+    with fastvec.make([Lifecycle, functools.partial(Misbehaving, "stranger", at=2)], num_workers=1) as env:
+        env.reset(seed=0)
+        env.step(sample_actions(env, rng, 2))
+        with pytest.raises(ValueError, match="zed"):
+            env.step(sample_actions(env, rng, 2))
+        env.reset(options={"env_id": [1]})
+        actions = sample_actions(env, rng, 2)
+        with pytest.raises(KeyError, match=r"agent 'c' is alive in env\(s\) \[0\]"):
+            env.step({a: v for a, v in actions.items() if a != "c"})
+        obs, rewards, *_ = env.step(actions)
+        assert rewards["c"][0] != 0 and obs["a"][0][0] == 3  # env 0's third step
+
+
+def test_dict_action_space_is_refused():
+    with pytest.raises(TypeError, match=r"agent 'q' has action space Dict\('move'"):
+        fastvec.make(DictActions, 1, num_workers=1)
