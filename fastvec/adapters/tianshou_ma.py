@@ -56,8 +56,8 @@ class TurnEnv(gym.Env):
                 f"Tianshou's PettingZooEnv), got {type(env).__name__}"
             )
         self.turns: Any = env if _is_tianshou_env(env) else _Turns(env)
-        self.pz_env = env
-        self.possible_agents = list(env.possible_agents)
+        self.pz_env = env.env if _is_tianshou_env(env) else env  # the PettingZoo env
+        self.possible_agents = list(self.turns.agents)
         obs_space, act_space = self.turns.observation_space, self.turns.action_space
         self.ts_observation_space = obs_space  # PettingZooEnv's observation_space, as Tianshou's venvs give it
         if isinstance(obs_space, gym.spaces.Dict) and "observation" in obs_space.spaces:
@@ -73,8 +73,8 @@ class TurnEnv(gym.Env):
         self._masked = "mask" in spaces
         self.observation_space = gym.spaces.Dict(spaces)
         self.action_space = act_space
-        self.metadata = dict(getattr(env, "metadata", {}))
-        self.render_mode = getattr(env.unwrapped, "render_mode", None)
+        self.metadata = dict(getattr(self.pz_env, "metadata", {}))
+        self.render_mode = getattr(self.pz_env.unwrapped, "render_mode", None)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:

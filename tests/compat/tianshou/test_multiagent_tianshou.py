@@ -91,8 +91,11 @@ def test_steps_as_dummy_vector_env_over_pettingzoo_env(name):
         ref.close()
 
 
-def test_the_venvs_attributes():
-    envs = fastvec.tianshou_ma_venv(tictactoe_v3.env, 2)
+@pytest.mark.parametrize("given", ["aec", "tianshou"])
+def test_the_venvs_attributes(given):
+    """Made from an AEC env or from Tianshou's PettingZooEnv over it (whose own reset and step then run)."""
+    fn = tictactoe_v3.env if given == "aec" else lambda: PettingZooEnv(tictactoe_v3.env())
+    envs = fastvec.tianshou_ma_venv(fn, 2, num_threads=1)  # one worker (that imports Tianshou and torch)
     try:
         ref = PettingZooEnv(tictactoe_v3.env())
         assert isinstance(envs, TianshouMultiAgentVectorEnv)
@@ -101,6 +104,9 @@ def test_the_venvs_attributes():
         assert envs.action_space == [ref.action_space] * 2
         obs, _ = envs.reset(seed=0)
         assert obs[0]["agent_id"] == "player_1" and obs[0]["mask"].dtype == bool
+        obs, rew, _, _, _ = envs.step(np.array([4, 0]))
+        assert [o["agent_id"] for o in obs] == ["player_2"] * 2 and not obs[0]["mask"][4] and not obs[1]["mask"][0]
+        assert rew.tolist() == [[0.0, 0.0]] * 2
     finally:
         envs.close()
 
