@@ -122,6 +122,7 @@ def test_dead_and_unborn_agents_keep_their_slots():
             assert [infos[s]["TimeLimit.truncated"] for s in range(3)] == [truncated, False, truncated]
             assert [infos[s]["episode"]["r"] for s in range(3)] == [12.0, 6.0, 9.0]
             assert {infos[s]["episode"]["l"] for s in range(3)} == {4}
+            assert [infos[s].get("t") for s in range(3)] == [4, None, 4]  # the final step's agent infos
             assert obs[0][0] == 0 and not obs[2].any()  # the new episode's first observations
             assert env.reset_infos[:3] == [{"born": 0}, {"born": 0}, {}]
         finally:
