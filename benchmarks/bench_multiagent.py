@@ -92,7 +92,7 @@ def _fastvec(env_name: str, n: int, native: bool) -> DictRunner:
     import fastvec
 
     fn, native_id = ENVS[env_name]
-    if native and native_id is None:
+    if native and (native_id is None or native_id not in fastvec.list_envs()):
         raise NotAvailable("no native port")
     env = fastvec.make(native_id, n) if native else fastvec.make([fn] * n)
     env.reset(seed=0)
