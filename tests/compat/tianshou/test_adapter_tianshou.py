@@ -514,8 +514,16 @@ def recurse_comp(a, b):
 
 
 def run_async_env(env_fns, num, sleep, **kw):
-    """test_async_env's loop: step the envs that came back with the next actions of a fixed list."""
-    v = fastvec.tianshou_venv(env_fns, batch_size=num // 2, num_threads=num, **kw)
+    """test_async_env's loop: step the envs that came back with the next actions of a fixed list. Upstream asserts
+    the time against what a sync venv would take in theory; here against a sync venv of the same envs timed in the
+    same test, so that a busy machine slows both (upstream's bound failed at load 8)."""
+    spent_time = async_env_seconds(env_fns, num, num // 2, **kw)
+    # A sync step of all envs waits for the slowest: about 7 * sleep * num / (num + 1) in all; async, less.
+    assert spent_time < async_env_seconds(env_fns, num, num, **kw)
+
+
+def async_env_seconds(env_fns, num, batch_size, **kw):
+    v = fastvec.tianshou_venv(env_fns, batch_size=batch_size, num_threads=num, **kw)
     v.seed(None)
     v.reset()
     action_list = [1] * num + [0] * (num * 2) + [1] * (num * 4)
@@ -535,8 +543,7 @@ def run_async_env(env_fns, num, sleep, **kw):
     spent_time = time.time() - spent_time
     Batch.cat(o)
     v.close()
-    # A sync step of all envs waits for the slowest: about 7 * sleep * num / (num + 1) in all; async, less.
-    assert spent_time < 6.0 * sleep * num / (num + 1)
+    return spent_time
 
 
 @pytest.mark.timeout(60)
