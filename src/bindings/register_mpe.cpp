@@ -1,0 +1,18 @@
+#include "env_registry.hpp"
+#include "envs/mpe/simple.hpp"
+#include "envs/mpe/simple_adversary.hpp"
+#include "envs/mpe/simple_spread.hpp"
+
+namespace fastvec::bindings {
+namespace {
+
+// mpe2's Multi Particle Environments (its parallel envs): each env's observation and action rows are its agents'
+// concatenated (core::Spec::agents); its episode limit is the max_cycles option's (fastvec.native).
+const EnvFamily mpe([] {
+  add_env<envs::mpe::SimpleSpread>({.id = "simple_spread_v3", .max_episode_steps = 25, .family = "mpe"});
+  add_env<envs::mpe::Simple>({.id = "simple_v3", .max_episode_steps = 25, .family = "mpe"});
+  add_env<envs::mpe::SimpleAdversary>({.id = "simple_adversary_v3", .max_episode_steps = 25, .family = "mpe"});
+});
+
+}  // namespace
+}  // namespace fastvec::bindings
