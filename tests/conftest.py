@@ -27,11 +27,11 @@ MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
 # every MuJoCo env): the registry-driven tests take one env of each.
-COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
+COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5", "mpe": "simple_spread_v3"}
 
 
 def env_ids_under_test() -> list[str]:
-    """Every env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for MuJoCo)."""
+    """Every env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for MuJoCo, simple_spread for MPE)."""
     ids = fastvec.list_envs()
     every = [e for e in ids if fastvec.registry.lookup(e).family not in COVERED_APART]
     return every + [e for e in COVERED_APART.values() if e in ids]
