@@ -2,6 +2,7 @@
 #include "envs/mpe/simple.hpp"
 #include "envs/mpe/simple_adversary.hpp"
 #include "envs/mpe/simple_spread.hpp"
+#include "envs/mpe/simple_tag.hpp"
 
 namespace fastvec::bindings {
 namespace {
@@ -12,6 +13,7 @@ const EnvFamily mpe([] {
   add_env<envs::mpe::SimpleSpread>({.id = "simple_spread_v3", .max_episode_steps = 25, .family = "mpe"});
   add_env<envs::mpe::Simple>({.id = "simple_v3", .max_episode_steps = 25, .family = "mpe"});
   add_env<envs::mpe::SimpleAdversary>({.id = "simple_adversary_v3", .max_episode_steps = 25, .family = "mpe"});
+  add_env<envs::mpe::SimpleTag>({.id = "simple_tag_v3", .max_episode_steps = 25, .family = "mpe"});
 });
 
 }  // namespace

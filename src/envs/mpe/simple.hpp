@@ -31,13 +31,12 @@ class Simple : public Scenario {
   Simple(int n, const core::Options& o) : Scenario(n, world(o), o) {}
 
   void reset(int i, core::Pcg64& rng) {
-    world_.zero_state(i);
+    begin_episode(i);
     for (int e = 0; e < 2; ++e) {
       double* p = world_.pos(i, e);
       p[0] = rng.uniform(-1.0, 1.0);
       p[1] = rng.uniform(-1.0, 1.0);
     }
-    clear_rewards(i);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

@@ -42,14 +42,13 @@ class SimpleAdversary : public Scenario {
       : Scenario(n, world(o), o), n_(o.integer("N")), goal_(static_cast<size_t>(n)) {}
 
   void reset(int i, core::Pcg64& rng) {
-    world_.zero_state(i);
+    begin_episode(i);
     goal_[i] = static_cast<int>(rng.integers(n_));
     for (int e = 0; e < 2 * n_ + 1; ++e) {
       double* p = world_.pos(i, e);
       p[0] = rng.uniform(-1.0, 1.0);
       p[1] = rng.uniform(-1.0, 1.0);
     }
-    clear_rewards(i);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

@@ -48,13 +48,12 @@ class SimpleSpread : public Scenario {
         terminate_on_success_(o.flag("terminate_on_success")) {}
 
   void reset(int i, core::Pcg64& rng) {
-    world_.zero_state(i);
+    begin_episode(i);
     for (int e = 0; e < 2 * n_; ++e) {
       double* p = world_.pos(i, e);
       p[0] = rng.uniform(-1.0, 1.0);
       p[1] = rng.uniform(-1.0, 1.0);
     }
-    clear_rewards(i);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

@@ -303,17 +303,28 @@ class Scenario {
  protected:
   Scenario(int n, WorldDef def, const core::Options& o)
       : world_(n, std::move(def), o.flag("continuous_actions")),
-        rewards_(static_cast<size_t>(n) * world_.num_agents()) {}
+        rewards_(static_cast<size_t>(n) * world_.num_agents()),
+        cycles_(static_cast<size_t>(n)),
+        max_cycles_(o.integer("max_cycles")) {}
 
   double* rewards(int i) { return &rewards_[static_cast<size_t>(i) * world_.num_agents()]; }
-  void clear_rewards(int i) { std::fill_n(rewards(i), world_.num_agents(), 0.0); }
 
-  // The step's reward: the sum of the agents' rewards, in agent order.
+  // What every reset_world leaves (before the scenario draws its positions): zero velocities, communication
+  // and rewards.
+  void begin_episode(int i) {
+    world_.zero_state(i);
+    std::fill_n(rewards(i), world_.num_agents(), 0.0);
+    cycles_[i] = 0;
+  }
+
+  // The step's reward: the sum of the agents' rewards, in agent order. terminated (a scenario's is_terminal)
+  // counts only before the last cycle: at max_cycles mpe2 truncates instead (the pool truncates there).
   core::BasicStepResult<double> result(int i, bool terminated) {
     const double* r = rewards(i);
     double total = 0.0;
     for (int k = 0; k < world_.num_agents(); ++k) total += r[k];
-    return {total, terminated};
+    ++cycles_[i];
+    return {total, terminated && cycles_[i] < max_cycles_};
   }
 
   // Writes b - a of two 2-vectors as float32 (an observation's relative position).
@@ -329,6 +340,8 @@ class Scenario {
 
   World world_;
   std::vector<double> rewards_;  // [env][agent]
+  std::vector<int> cycles_;      // steps of the episode so far
+  int max_cycles_;
 };
 
 }  // namespace fastvec::envs::mpe

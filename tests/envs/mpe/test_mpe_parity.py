@@ -95,6 +95,9 @@ CASES = [
     ("simple_adversary_v3", {}),
     ("simple_adversary_v3", {"N": 1}),
     ("simple_adversary_v3", {"N": 4, "max_cycles": 60}),
+    ("simple_tag_v3", {}),
+    ("simple_tag_v3", {"num_good": 3, "num_adversaries": 2, "num_obstacles": 4, "max_cycles": 40}),
+    ("simple_tag_v3", {"num_good": 2, "num_adversaries": 0, "num_obstacles": 0}),
 ]
 
 
@@ -107,7 +110,17 @@ def test_episodes_equal_mpe2s(env_id: str, kwargs: dict[str, Any], continuous: b
     assert rewarded > 0
 
 
-@pytest.mark.parametrize("env_id", ["simple_v3", "simple_spread_v3", "simple_adversary_v3"])
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [("simple_tag_v3", {"num_adversaries": 6, "max_cycles": 60}), ("simple_spread_v3", {"N": 1, "max_cycles": 150})],
+)
+def test_terminate_on_success(env_id: str, kwargs: dict[str, Any]) -> None:
+    """Episodes that end early (mpe2 terminates them; at max_cycles it truncates instead)."""
+    episodes, _ = check_episodes(env_id, 4, 3, 2 * kwargs["max_cycles"], terminate_on_success=True, **kwargs)
+    assert episodes > 4  # more than truncation alone ends (once in each env)
+
+
+@pytest.mark.parametrize("env_id", ["simple_v3", "simple_spread_v3", "simple_adversary_v3", "simple_tag_v3"])
 def test_many_seeds(env_id: str) -> None:
     """Resets over many seeds (the goal draws of simple_adversary use numpy's buffered 32-bit integers, whose
     second half the next episode's draw takes), a few steps each."""
