@@ -98,6 +98,11 @@ CASES = [
     ("simple_tag_v3", {}),
     ("simple_tag_v3", {"num_good": 3, "num_adversaries": 2, "num_obstacles": 4, "max_cycles": 40}),
     ("simple_tag_v3", {"num_good": 2, "num_adversaries": 0, "num_obstacles": 0}),
+    ("simple_push_v3", {}),
+    ("simple_speaker_listener_v4", {"max_cycles": 40}),
+    ("simple_reference_v3", {}),
+    ("simple_reference_v3", {"local_ratio": 0.2}),
+    ("simple_crypto_v3", {}),
 ]
 
 
@@ -120,7 +125,7 @@ def test_terminate_on_success(env_id: str, kwargs: dict[str, Any]) -> None:
     assert episodes > 4  # more than truncation alone ends (once in each env)
 
 
-@pytest.mark.parametrize("env_id", ["simple_v3", "simple_spread_v3", "simple_adversary_v3", "simple_tag_v3"])
+@pytest.mark.parametrize("env_id", fastvec.registry.family_ids("mpe"))
 def test_many_seeds(env_id: str) -> None:
     """Resets over many seeds (the goal draws of simple_adversary use numpy's buffered 32-bit integers, whose
     second half the next episode's draw takes), a few steps each."""
