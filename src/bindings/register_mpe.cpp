@@ -7,6 +7,7 @@
 #include "envs/mpe/simple_speaker_listener.hpp"
 #include "envs/mpe/simple_spread.hpp"
 #include "envs/mpe/simple_tag.hpp"
+#include "envs/mpe/simple_world_comm.hpp"
 
 namespace fastvec::bindings {
 namespace {
@@ -23,6 +24,7 @@ const EnvFamily mpe([] {
       {.id = "simple_speaker_listener_v4", .max_episode_steps = 25, .family = "mpe"});
   add_env<envs::mpe::SimpleReference>({.id = "simple_reference_v3", .max_episode_steps = 25, .family = "mpe"});
   add_env<envs::mpe::SimpleCrypto>({.id = "simple_crypto_v3", .max_episode_steps = 25, .family = "mpe"});
+  add_env<envs::mpe::SimpleWorldComm>({.id = "simple_world_comm_v3", .max_episode_steps = 25, .family = "mpe"});
 });
 
 }  // namespace

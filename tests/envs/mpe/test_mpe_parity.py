@@ -103,6 +103,9 @@ CASES = [
     ("simple_reference_v3", {}),
     ("simple_reference_v3", {"local_ratio": 0.2}),
     ("simple_crypto_v3", {}),
+    ("simple_world_comm_v3", {}),
+    ("simple_world_comm_v3", {"num_good": 3, "num_adversaries": 2, "num_food": 3, "num_forests": 4}),
+    ("simple_world_comm_v3", {"num_adversaries": 0, "num_forests": 0, "num_obstacles": 0}),
 ]
 
 
