@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -145,7 +146,9 @@ class World {
     s.step_cost_ns = 40.0 * num_entities_ * num_entities_ + 20.0 * static_cast<double>(obs);
     s.env_address_bytes = s.env_resident_bytes =
         static_cast<double>(sizeof(double) * (4 * num_entities_ + num_agents_ * (def_.dim_c + 1)));
-    s.info = {{"agent_rewards", core::InfoField::Type::kFloat64, num_agents_, true}};
+    // (the rows translator of fastvec/multiagent/native_rows.py reads both)
+    s.info = {{"agent_rewards", core::InfoField::Type::kFloat64, num_agents_, true},
+              {"terminated", core::InfoField::Type::kInt32, 1, true}};
     return s;
   }
 
@@ -296,8 +299,12 @@ class Scenario {
   using Action = float;
   using Reward = double;
 
+  // info "agent_rewards" (each agent's reward, float64) and "terminated" (int32) of the last step; 0 after a reset.
   void write_info(int i, std::byte* out) const noexcept {
-    std::memcpy(out, &rewards_[static_cast<size_t>(i) * world_.num_agents()], sizeof(double) * world_.num_agents());
+    const size_t bytes = sizeof(double) * world_.num_agents();
+    std::memcpy(out, &rewards_[static_cast<size_t>(i) * world_.num_agents()], bytes);
+    const int32_t terminated = terminated_[i];
+    std::memcpy(out + bytes, &terminated, sizeof(terminated));
   }
 
  protected:
@@ -305,6 +312,7 @@ class Scenario {
       : world_(n, std::move(def), o.flag("continuous_actions")),
         rewards_(static_cast<size_t>(n) * world_.num_agents()),
         cycles_(static_cast<size_t>(n)),
+        terminated_(static_cast<size_t>(n)),
         max_cycles_(o.integer("max_cycles")) {}
 
   double* rewards(int i) { return &rewards_[static_cast<size_t>(i) * world_.num_agents()]; }
@@ -315,6 +323,7 @@ class Scenario {
     world_.zero_state(i);
     std::fill_n(rewards(i), world_.num_agents(), 0.0);
     cycles_[i] = 0;
+    terminated_[i] = 0;
   }
 
   // The step's reward: the sum of the agents' rewards, in agent order. terminated (a scenario's is_terminal)
@@ -324,7 +333,8 @@ class Scenario {
     double total = 0.0;
     for (int k = 0; k < world_.num_agents(); ++k) total += r[k];
     ++cycles_[i];
-    return {total, terminated && cycles_[i] < max_cycles_};
+    terminated_[i] = terminated && cycles_[i] < max_cycles_;
+    return {total, terminated_[i] != 0};
   }
 
   // Writes b - a of two 2-vectors as float32 (an observation's relative position).
@@ -341,6 +351,7 @@ class Scenario {
   World world_;
   std::vector<double> rewards_;  // [env][agent]
   std::vector<int> cycles_;      // steps of the episode so far
+  std::vector<uint8_t> terminated_;  // the last step's
   int max_cycles_;
 };
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -10,9 +13,9 @@ from fastvec import _core, _numpy_loops
 
 
 def test_max_cycles_is_the_pools_episode_limit() -> None:
-    assert fastvec.make("simple_spread_v3", 2).backend.max_episode_steps == 25
-    assert fastvec.make("simple_spread_v3", 2, max_cycles=40).backend.max_episode_steps == 40
-    assert fastvec.make("simple_spread_v3", 2, max_episode_steps=10).backend.max_episode_steps == 10
+    assert fastvec.make("simple_spread_v3", 2).max_episode_steps == 25
+    assert fastvec.make("simple_spread_v3", 2, max_cycles=40).max_episode_steps == 40
+    assert fastvec.make("simple_spread_v3", 2, max_episode_steps=10).max_episode_steps == 10
     with pytest.raises(ValueError, match=r"max_episode_steps \(10\) and max_cycles \(40\) are the same limit"):
         fastvec.make("simple_spread_v3", 2, max_cycles=40, max_episode_steps=10)
     with pytest.raises(ValueError, match="max_cycles must be in"):
@@ -38,27 +41,76 @@ def test_refused_options(kwargs: dict[str, object], error: type[Exception], matc
 def test_render_only_option_is_accepted() -> None:
     a = fastvec.make("simple_spread_v3", 1, dynamic_rescaling=False)
     b = fastvec.make("simple_spread_v3", 1)
-    np.testing.assert_array_equal(a.reset(seed=1)[0], b.reset(seed=1)[0])
+    np.testing.assert_array_equal(a.reset(seed=1)[0]["agent_1"], b.reset(seed=1)[0]["agent_1"])
 
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_spaces_and_agents(continuous: bool) -> None:
     env = fastvec.make("simple_tag_v3", 2, continuous_actions=continuous, num_good=2, num_adversaries=1)
-    agents = env.backend.spec()["agents"]
-    assert [a["name"] for a in agents] == ["adversary_0", "agent_0", "agent_1"]
-    assert [a["obs_size"] for a in agents] == [16, 14, 14]
-    assert env.single_observation_space.shape == (44,)
+    assert isinstance(env, fastvec.MultiAgentVectorEnv)
+    assert env.possible_agents == ["adversary_0", "agent_0", "agent_1"]
+    assert [env.observation_space(a).shape for a in env.possible_agents] == [(16,), (14,), (14,)]
+    flat = env.backend  # the native pool's VectorEnv: the agents' rows concatenated
+    assert flat.single_observation_space.shape == (44,)
     if continuous:
-        assert [(a["action_size"], a["num_actions"]) for a in agents] == [(5, 0)] * 3
-        assert env.single_action_space.shape == (15,)
-        assert env.single_action_space.high.tolist() == [1.0] * 15
+        assert all(env.action_space(a) == gym.spaces.Box(0.0, 1.0, (5,), np.float32) for a in env.possible_agents)
+        assert flat.single_action_space.shape == (15,)
+        actions = {a: np.full((2, 5), 0.5, np.float32) for a in env.possible_agents}
     else:
-        assert [(a["action_size"], a["num_actions"]) for a in agents] == [(1, 5)] * 3
-        assert env.single_action_space.high.tolist() == [4.0] * 3
+        assert all(env.action_space(a) == gym.spaces.Discrete(5) for a in env.possible_agents)
+        assert flat.single_action_space.high.tolist() == [4.0] * 3
+        actions = {a: np.array([1, 4]) for a in env.possible_agents}
     env.reset(seed=0)
-    _, reward, _, _, info = env.step(np.zeros((2, env.single_action_space.shape[0]), np.float32))
-    assert info["agent_rewards"].shape == (2, 3)
-    np.testing.assert_array_equal(reward, info["agent_rewards"].sum(axis=1))
+    _, rewards, terminations, truncations, infos = env.step(actions)
+    assert set(infos) == {"active"}  # the per-agent rewards and the flag the translator read are not repeated
+    assert all(rewards[a].dtype == np.float64 and rewards[a].shape == (2,) for a in env.possible_agents)
+    assert not any(terminations[a].any() or truncations[a].any() for a in env.possible_agents)
+
+
+def test_bad_actions_are_refused_naming_the_agent() -> None:
+    env = fastvec.make("simple_spread_v3", 2)
+    env.reset(seed=0)
+    good = {a: np.zeros(2, np.int64) for a in env.possible_agents}
+    with pytest.raises(ValueError, match=r"actions\['agent_1'\] = 5 for env 1 is out of range"):
+        env.step({**good, "agent_1": np.array([0, 5])})
+    with pytest.raises(KeyError, match="agent 'agent_2' is alive in env"):
+        env.step({a: good[a] for a in ("agent_0", "agent_1")})
+    continuous = fastvec.make("simple_spread_v3", 2, continuous_actions=True)
+    continuous.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions\['agent_0'\] must be finite"):
+        continuous.step(
+            {a: np.full((2, 5), np.nan if a == "agent_0" else 0.5, np.float32) for a in env.possible_agents}
+        )
+    env.step(good)  # still usable
+
+
+def test_episode_statistics_and_same_step_autoreset() -> None:
+    """same_step: the final observations per agent and the final step's rewards, then the new episode's rows;
+    the episode statistics sum the agents' rewards."""
+    env = fastvec.make("simple_spread_v3", 2, max_cycles=3, autoreset_mode="same_step", episode_stats=True)
+    ref = reference_spread(max_cycles=3)
+    obs, _ = env.reset(seed=9)
+    ref_obs, _ = ref.reset(seed=9)
+    total = 0.0
+    for t in range(3):
+        actions = {a: np.array([t % 5, 1]) for a in env.possible_agents}
+        obs, rewards, _, truncations, infos = env.step(actions)
+        ref_obs, ref_rewards, _, ref_truncations, _ = ref.step({a: t % 5 for a in env.possible_agents})
+        assert [rewards[a][0] for a in env.possible_agents] == [ref_rewards[a] for a in env.possible_agents]
+        total += sum(ref_rewards.values())
+    assert all(truncations[a].all() for a in env.possible_agents)
+    assert infos["_final_obs"].tolist() == [True, True]
+    for a in env.possible_agents:
+        np.testing.assert_array_equal(infos["final_obs"][a][0], ref_obs[a])
+    np.testing.assert_array_equal(obs["agent_0"][0], ref.reset()[0]["agent_0"])  # the stream went on
+    assert infos["episode_length"].tolist() == [3, 3]
+    assert infos["episode_return"][0] == pytest.approx(total)
+
+
+def reference_spread(**kwargs: object) -> Any:
+    import mpe2.simple_spread_v3 as spread
+
+    return spread.parallel_env(**kwargs)
 
 
 def test_numpy_exp_loop_is_numpys() -> None:
@@ -72,10 +124,11 @@ def test_numpy_exp_loop_is_numpys() -> None:
 
 def _trajectory(env_id: str, **make: object) -> list[np.ndarray]:
     env = fastvec.make(env_id, 8, continuous_actions=True, **make)  # type: ignore[arg-type]
-    out = [env.reset(seed=5)[0]]
+    out = [env.reset(seed=5)[0]["agent_0"]]
     rng = np.random.default_rng(0)
     for _ in range(30):
-        out.append(env.step(rng.uniform(0, 1, (8, env.single_action_space.shape[0])).astype(np.float32))[0])
+        actions = {a: rng.uniform(0, 1, (8, 5)).astype(np.float32) for a in env.possible_agents}
+        out.append(env.step(actions)[0]["agent_0"])
     env.close()
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -17,47 +18,37 @@ def reference(env_id: str, **kwargs: Any) -> Any:
     return importlib.import_module(f"mpe2.{env_id}").parallel_env(**kwargs)
 
 
-def random_actions(rng: np.random.Generator, agents: list[dict[str, Any]], num_envs: int, low: float) -> np.ndarray:
-    """A (num_envs, width) float32 action batch: Discrete indices as floats; Box values in [low, 1], a few
+def random_actions(rng: np.random.Generator, env: Any, low: float) -> dict[str, np.ndarray]:
+    """Per agent, a batch of random actions: Discrete indices (int64); Box values in [low, 1] (float32), a few
     exactly 0 and 1 (values below 0 are clipped by both sides)."""
-    columns = []
-    for agent in agents:
-        if agent["num_actions"]:
-            columns.append(rng.integers(agent["num_actions"], size=(num_envs, 1)).astype(np.float32))
+    out = {}
+    for a in env.possible_agents:
+        space = env.action_space(a)
+        if isinstance(space, gym.spaces.Discrete):
+            out[a] = rng.integers(space.n, size=env.num_envs)
         else:
-            a = rng.uniform(low, 1, size=(num_envs, agent["action_size"])).astype(np.float32)
-            a[rng.uniform(size=a.shape) < 0.05] = 0.0
-            a[rng.uniform(size=a.shape) < 0.05] = 1.0
-            columns.append(a)
-    return np.concatenate(columns, axis=1)
-
-
-def agent_actions(agents: list[dict[str, Any]], row: np.ndarray) -> dict[str, Any]:
-    """One env's action row as mpe2 takes it: an int (Discrete) or a float32 array (Box) per agent."""
-    out: dict[str, Any] = {}
-    at = 0
-    for agent in agents:
-        size = agent["action_size"]
-        out[agent["name"]] = int(row[at]) if agent["num_actions"] else row[at : at + size].copy()
-        at += size
+            x = rng.uniform(low, 1, size=(env.num_envs, *space.shape)).astype(np.float32)
+            x[rng.uniform(size=x.shape) < 0.05] = 0.0
+            x[rng.uniform(size=x.shape) < 0.05] = 1.0
+            out[a] = x
     return out
 
 
 def check_episodes(
     env_id: str, num_envs: int, seed: int, steps: int, low: float = 0.0, **kwargs: Any
 ) -> tuple[int, int]:
-    """Steps fastvec's env_id and num_envs of mpe2's with the same random actions for `steps` steps, asserting
-    equal observations, per-agent rewards, their sum and the flags at every step. Returns the numbers of
-    episodes that ended and of steps with a non-zero reward (so that a test can check it saw some)."""
+    """Steps fastvec's env_id (a MultiAgentVectorEnv over the native pool) and num_envs of mpe2's with the same
+    random actions for `steps` steps, asserting the same spaces and, at every step, equal observations, per-agent
+    rewards, terminations and truncations. Returns the numbers of episodes that ended and of steps with a
+    non-zero reward (so that a test can check it saw some)."""
     env = fastvec.make(env_id, num_envs, num_threads=1, **kwargs)
+    assert isinstance(env, fastvec.MultiAgentVectorEnv)
     refs = [reference(env_id, **kwargs) for _ in range(num_envs)]
-    agents = env.backend.spec()["agents"]
-    names = [a["name"] for a in agents]
+    names = env.possible_agents
     assert names == refs[0].possible_agents
-    for a in agents:
-        assert refs[0].observation_space(a["name"]).shape == (a["obs_size"],)
-        space = refs[0].action_space(a["name"])
-        assert (space.n if a["num_actions"] else space.shape[0]) == (a["num_actions"] or a["action_size"])
+    for a in names:
+        assert env.observation_space(a) == refs[0].observation_space(a)
+        assert env.action_space(a) == refs[0].action_space(a)
     rng = np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
     ref_obs = [r.reset(seed=seed + i)[0] for i, r in enumerate(refs)]
@@ -65,22 +56,24 @@ def check_episodes(
     episodes = rewarded = 0
     for t in range(steps):
         for i in range(num_envs):
-            expected = np.concatenate([ref_obs[i][n] for n in names])
-            np.testing.assert_array_equal(obs[i], expected, err_msg=f"{env_id} env {i}, observation before step {t}")
-        actions = random_actions(rng, agents, num_envs, low)
-        obs, reward, terminated, truncated, info = env.step(actions)
+            for a in names:
+                np.testing.assert_array_equal(obs[a][i], ref_obs[i][a], err_msg=f"{env_id} env {i} {a}, before {t}")
+        actions = random_actions(rng, env, low)
+        obs, rewards, terminations, truncations, infos = env.step(actions)
         for i, r in enumerate(refs):
+            assert all(infos["active"][a][i] for a in names)
             if done[i]:
                 ref_obs[i] = r.reset()[0]
+                assert all(rewards[a][i] == 0 for a in names)
                 continue
-            ref_obs[i], rewards, ref_terminated, ref_truncated, _ = r.step(agent_actions(agents, actions[i]))
-            expected = np.array([rewards[n] for n in names], dtype=np.float64)
-            np.testing.assert_array_equal(info["agent_rewards"][i], expected, err_msg=f"{env_id} env {i}, step {t}")
-            assert reward[i] == sum(expected.tolist())
-            assert bool(truncated[i]) == any(ref_truncated.values())
-            assert bool(terminated[i]) == any(ref_terminated.values())
-            rewarded += bool(np.any(expected != 0))
-        done = terminated | truncated
+            one = {a: actions[a][i] if actions[a].ndim > 1 else int(actions[a][i]) for a in names}
+            ref_obs[i], ref_rewards, ref_terminations, ref_truncations, _ = r.step(one)
+            got = [rewards[a][i] for a in names]
+            assert got == [ref_rewards[a] for a in names], f"{env_id} env {i}, step {t}: {got} != {ref_rewards}"
+            assert [terminations[a][i] for a in names] == [ref_terminations[a] for a in names]
+            assert [truncations[a][i] for a in names] == [ref_truncations[a] for a in names]
+            rewarded += any(x != 0 for x in got)
+        done = np.array([terminations[names[0]][i] or truncations[names[0]][i] for i in range(num_envs)])
         episodes += int(done.sum())
     env.close()
     return episodes, rewarded
@@ -139,3 +132,25 @@ def test_many_seeds(env_id: str) -> None:
 def test_continuous_actions_outside_the_box_are_clipped_as_mpe2_clips_them(caplog: pytest.LogCaptureFixture) -> None:
     check_episodes("simple_spread_v3", 2, 5, 30, low=-0.5, continuous_actions=True)
     assert "Environment is clipping to space" in caplog.text  # (pettingzoo logs it: mpe2 did clip)
+
+
+@pytest.mark.parametrize("env_id", ["simple_tag_v3", "simple_reference_v3"])
+def test_flat_rows_of_the_native_pool(env_id: str) -> None:
+    """The native pool under the façade: its observation row is the agents' observations concatenated in
+    possible_agents order, its info the per-agent rewards, its reward their sum."""
+    env = fastvec.make(env_id, 3, num_threads=1, continuous_actions=True)
+    flat = env.backend
+    ref = reference(env_id, continuous_actions=True)
+    obs, _ = flat.reset(seed=4)
+    ref_obs, _ = ref.reset(seed=4)
+    np.testing.assert_array_equal(obs[0], np.concatenate([ref_obs[a] for a in ref.possible_agents]))
+    width = flat.single_action_space.shape[0]
+    actions = np.random.default_rng(0).uniform(0, 1, (3, width)).astype(np.float32)
+    obs, reward, _, _, info = flat.step(actions)
+    sizes = [ref.action_space(a).shape[0] for a in ref.possible_agents]
+    split = np.split(actions[0], np.cumsum(sizes)[:-1])
+    ref_obs, ref_rewards, _, _, _ = ref.step(dict(zip(ref.possible_agents, split, strict=True)))
+    np.testing.assert_array_equal(obs[0], np.concatenate([ref_obs[a] for a in ref.possible_agents]))
+    assert info["agent_rewards"][0].tolist() == [ref_rewards[a] for a in ref.possible_agents]
+    assert reward[0] == sum(ref_rewards[a] for a in ref.possible_agents)
+    env.close()
