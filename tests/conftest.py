@@ -28,9 +28,9 @@ MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
 # every MuJoCo env): the registry-driven tests take one env of each.
 COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
-# The multi-agent families (mpe2's MPE): none of their ids is a gymnasium env, so the single-agent registry-driven
-# tests take none; tests/envs/mpe/ covers them.
-MULTI_AGENT_FAMILIES = ("mpe",)
+# The multi-agent families (mpe2's MPE: fastvec.registry.MULTI_AGENT_FAMILIES) are no gymnasium envs: the
+# single-agent registry-driven tests take none of their ids; tests/envs/mpe/ covers them.
+MULTI_AGENT_FAMILIES = fastvec.registry.MULTI_AGENT_FAMILIES
 
 
 def env_ids_under_test() -> list[str]:
