@@ -111,7 +111,6 @@ class World {
       action_offset_.push_back(at);
       at += static_cast<int>(action_size(a));
     }
-    action_width_ = at;
   }
 
   // SimpleEnv's action space of an agent: Discrete(n) (one element holding the index) or Box(0, 1, (size,)).
@@ -285,7 +284,6 @@ class World {
   int num_agents_, num_entities_;
   std::vector<Entity> entities_;   // agents, then landmarks (mpe2's world.entities)
   std::vector<int> action_offset_;  // where agent k's action starts in an env's action row
-  int action_width_ = 0;
   std::vector<double> pos_, vel_;   // [env][entity][2]
   std::vector<double> comm_;        // [env][agent][dim_c]
   std::vector<double> force_;       // scratch of one step: [entity][2]
