@@ -75,6 +75,9 @@ def make_pool(
             )
         if max_episode_steps is None:
             max_episode_steps = cycles
+        for name in ("num_agent_neighbors", "num_landmark_neighbors"):
+            if name in entry.options and name in env_kwargs and env_kwargs[name] is None:
+                env_kwargs[name] = 0  # mpe2's None (every one observed) is the option's 0
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))

@@ -14,7 +14,11 @@ namespace fastvec::envs::mpe {
 
 class SimpleAdversary : public Scenario {
  public:
-  static core::OptionTable options() { return options_with({{"N", core::OptionSpec::Kind::kInt, 2, 1, 1024}}); }
+  static core::OptionTable options() {
+    core::OptionTable own = {{"N", core::OptionSpec::Kind::kInt, 2, 1, 1024}};
+    for (const core::OptionSpec& o : neighbor_options()) own.push_back(o);
+    return options_with(own);
+  }
 
   static WorldDef world(const core::Options& o) {
     refuse(o, "simple_adversary_v3", "benchmark_data", "its infos are not modelled");
@@ -33,13 +37,19 @@ class SimpleAdversary : public Scenario {
 
   static core::Spec spec(const core::Options& o) {
     const int n = o.integer("N");
-    std::vector<int64_t> sizes(n + 1, 4 * n + 2);
-    sizes[0] = 4 * n;
+    const int landmarks = o.integer("num_landmark_neighbors"), others = o.integer("num_agent_neighbors");
+    const int64_t size = 2 * (landmarks ? landmarks : n) + 2 * (others ? others : n);
+    std::vector<int64_t> sizes(n + 1, size + 2);
+    sizes[0] = size;
     return World(0, world(o), o.flag("continuous_actions")).spec(sizes);
   }
 
   SimpleAdversary(int n, const core::Options& o)
-      : Scenario(n, world(o), o), n_(o.integer("N")), goal_(static_cast<size_t>(n)) {}
+      : Scenario(n, world(o), o),
+        n_(o.integer("N")),
+        landmark_neighbors_(o.integer("num_landmark_neighbors")),
+        agent_neighbors_(o.integer("num_agent_neighbors")),
+        goal_(static_cast<size_t>(n)) {}
 
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
@@ -64,18 +74,30 @@ class SimpleAdversary : public Scenario {
   }
 
   // good agents: [goal_rel_pos, landmark_rel_positions, other_agent_rel_positions]; the adversary: the last two
+  // (with num_*_neighbors, the nearest landmarks and agents only, closest first, zero-padded)
   void write_obs(int i, float* out) const {
+    int* ids = near_ids_.data();
+    int* selected = near_selected_.data();
     for (int k = 0; k <= n_; ++k) {
-      const double* me = world_.pos(i, k);
-      if (k > 0) out = rel(out, world_.pos(i, n_ + 1 + goal_[i]), me);
-      for (int l = 0; l < n_; ++l) out = rel(out, world_.pos(i, n_ + 1 + l), me);
+      if (k > 0) out = rel(out, world_.pos(i, n_ + 1 + goal_[i]), world_.pos(i, k));
+      for (int l = 0; l < n_; ++l) ids[l] = n_ + 1 + l;
+      out = observe(out, i, k, ids, n_, landmark_neighbors_, selected);
+      int count = 0;
       for (int a = 0; a <= n_; ++a)
-        if (a != k) out = rel(out, world_.pos(i, a), me);
+        if (a != k) ids[count++] = a;
+      out = observe(out, i, k, ids, count, agent_neighbors_, selected);
     }
   }
 
  private:
+  // The positions of entities ids relative to agent k: every one (neighbors 0), or the nearest `neighbors`.
+  float* observe(float* out, int i, int k, const int* ids, int count, int neighbors, int* selected) const {
+    if (!neighbors) return padded_rel(out, i, k, ids, count, count);
+    return padded_rel(out, i, k, selected, nearest(i, k, ids, count, neighbors, selected), neighbors);
+  }
+
   int n_;
+  int landmark_neighbors_, agent_neighbors_;  // 0: None
   std::vector<int> goal_;  // the goal landmark of each env
 };
 

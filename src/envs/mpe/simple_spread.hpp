@@ -3,6 +3,7 @@
 // rewarded globally by the sum of each landmark's nearest-agent distance and locally by -1 a collision, mixed by
 // local_ratio.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,12 @@ class SimpleSpread : public Scenario {
  public:
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
-    return options_with({{"N", K::kInt, 3, 1, 1024},
-                         {"local_ratio", K::kReal, 0.5, 0.0, 1.0},
-                         {"curriculum", K::kBool, 0},
-                         {"terminate_on_success", K::kBool, 0}});
+    core::OptionTable own = {{"N", K::kInt, 3, 1, 1024},
+                             {"local_ratio", K::kReal, 0.5, 0.0, 1.0},
+                             {"curriculum", K::kBool, 0},
+                             {"terminate_on_success", K::kBool, 0}};
+    for (const core::OptionSpec& o : neighbor_options()) own.push_back(o);
+    return options_with(own);
   }
 
   static WorldDef world(const core::Options& o) {
@@ -40,12 +43,16 @@ class SimpleSpread : public Scenario {
 
   static core::Spec spec(const core::Options& o) {
     const int n = o.integer("N");
-    return World(0, world(o), o.flag("continuous_actions")).spec(std::vector<int64_t>(n, 6 * n));
+    const int landmarks = o.integer("num_landmark_neighbors"), others = o.integer("num_agent_neighbors");
+    const int64_t size = 4 + 2 * (landmarks ? landmarks : n) + 4 * (others ? others : n - 1);
+    return World(0, world(o), o.flag("continuous_actions")).spec(std::vector<int64_t>(n, size));
   }
 
   SimpleSpread(int n, const core::Options& o)
       : Scenario(n, world(o), o), n_(o.integer("N")), local_ratio_(o.get("local_ratio")),
-        terminate_on_success_(o.flag("terminate_on_success")) {}
+        terminate_on_success_(o.flag("terminate_on_success")),
+        landmark_neighbors_(o.integer("num_landmark_neighbors")),
+        agent_neighbors_(o.integer("num_agent_neighbors")) {}
 
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
@@ -58,7 +65,7 @@ class SimpleSpread : public Scenario {
     double global = 0.0;
     bool covered = true;
     for (int l = 0; l < n_; ++l) {
-      const double m = nearest(i, l);
+      const double m = nearest_agent_distance(i, l);
       global -= m;
       covered = covered && !(m >= kCaptureRadius);
     }
@@ -72,17 +79,31 @@ class SimpleSpread : public Scenario {
     return result(i, terminate_on_success_ && covered);
   }
 
-  // [self_vel, self_pos, landmark_rel_positions, other_agent_rel_positions, communication] of each agent
+  // [self_vel, self_pos, landmark_rel_positions, other_agent_rel_positions, communication] of each agent; with
+  // num_*_neighbors, the nearest ones only, closest first, zero-padded
   void write_obs(int i, float* out) const {
+    int* ids = near_ids_.data();
+    int* selected = near_selected_.data();
     for (int k = 0; k < n_; ++k) {
       const double* me = world_.pos(i, k);
       out = put(out, world_.vel(i, k), 2);
       out = put(out, me, 2);
-      for (int l = 0; l < n_; ++l) out = rel(out, world_.pos(i, n_ + l), me);
+      if (landmark_neighbors_) {
+        for (int l = 0; l < n_; ++l) ids[l] = n_ + l;
+        const int m = nearest(i, k, ids, n_, landmark_neighbors_, selected);
+        out = padded_rel(out, i, k, selected, m, landmark_neighbors_);
+      } else {
+        for (int l = 0; l < n_; ++l) out = rel(out, world_.pos(i, n_ + l), me);
+      }
+      int count = 0;
       for (int a = 0; a < n_; ++a)
-        if (a != k) out = rel(out, world_.pos(i, a), me);
-      for (int a = 0; a < n_; ++a)
-        if (a != k) out = put(out, world_.comm(i, a), world_.dim_c());
+        if (a != k) ids[count++] = a;
+      const int slots = agent_neighbors_ ? agent_neighbors_ : count;
+      const int m = agent_neighbors_ ? nearest(i, k, ids, count, agent_neighbors_, selected) : count;
+      if (!agent_neighbors_) std::copy_n(ids, count, selected);
+      out = padded_rel(out, i, k, selected, m, slots);
+      for (int j = 0; j < m; ++j) out = put(out, world_.comm(i, selected[j]), world_.dim_c());
+      out = std::fill_n(out, world_.dim_c() * (slots - m), 0.0f);
     }
   }
 
@@ -90,7 +111,7 @@ class SimpleSpread : public Scenario {
   static constexpr double kCaptureRadius = 0.1;
 
   // min over agents of the distance to landmark l (the first of equals, as Python's min)
-  double nearest(int i, int l) const {
+  double nearest_agent_distance(int i, int l) const {
     double m = 0;
     for (int a = 0; a < n_; ++a) {
       const double d = dist(world_.pos(i, a), world_.pos(i, n_ + l));
@@ -102,6 +123,7 @@ class SimpleSpread : public Scenario {
   int n_;
   double local_ratio_;
   bool terminate_on_success_;
+  int landmark_neighbors_, agent_neighbors_;  // 0: None
 };
 
 }  // namespace fastvec::envs::mpe

@@ -23,7 +23,9 @@ class SimpleTag : public Scenario {
                          {"num_adversaries", K::kInt, 3, 0, 1024},
                          {"num_obstacles", K::kInt, 2, 0, 1024},
                          {"curriculum", K::kBool, 0},
-                         {"terminate_on_success", K::kBool, 0}});
+                         {"terminate_on_success", K::kBool, 0},
+                         neighbor_options()[0],
+                         neighbor_options()[1]});
   }
 
   static WorldDef world(const core::Options& o) {
@@ -48,9 +50,13 @@ class SimpleTag : public Scenario {
   static core::Spec spec(const core::Options& o) {
     const int adversaries = o.integer("num_adversaries"), good = o.integer("num_good");
     const int agents = adversaries + good, landmarks = o.integer("num_obstacles");
+    const int landmark_slots = o.integer("num_landmark_neighbors"), agent_slots = o.integer("num_agent_neighbors");
     std::vector<int64_t> sizes;
-    for (int k = 0; k < agents; ++k)
-      sizes.push_back(4 + 2 * landmarks + 2 * (agents - 1) + 2 * (k < adversaries ? good : good - 1));
+    for (int k = 0; k < agents; ++k) {
+      const int velocities = agent_slots ? agent_slots : (k < adversaries ? good : good - 1);
+      sizes.push_back(4 + 2 * (landmark_slots ? landmark_slots : landmarks) +
+                      2 * (agent_slots ? agent_slots : agents - 1) + 2 * velocities);
+    }
     return World(0, world(o), o.flag("continuous_actions")).spec(sizes);
   }
 
@@ -58,7 +64,9 @@ class SimpleTag : public Scenario {
       : Scenario(n, world(o), o),
         adversaries_(o.integer("num_adversaries")),
         agents_(adversaries_ + o.integer("num_good")),
-        terminate_on_success_(o.flag("terminate_on_success")) {}
+        terminate_on_success_(o.flag("terminate_on_success")),
+        landmark_neighbors_(o.integer("num_landmark_neighbors")),
+        agent_neighbors_(o.integer("num_agent_neighbors")) {}
 
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
@@ -92,23 +100,50 @@ class SimpleTag : public Scenario {
     return result(i, terminate_on_success_ && all_caught);
   }
 
-  // [self_vel, self_pos, landmark_rel_positions, other_agent_rel_positions, good_agent_velocities]
+  // [self_vel, self_pos, landmark_rel_positions, other_agent_rel_positions, good_agent_velocities]; with
+  // num_*_neighbors, the nearest landmarks and agents only, closest first, zero-padded, and the velocities of the
+  // nearest agents (zeros for adversaries)
   void write_obs(int i, float* out) const {
+    int* ids = near_ids_.data();
+    int* selected = near_selected_.data();
+    const int landmarks = world_.num_entities() - agents_;
     for (int k = 0; k < agents_; ++k) {
       const double* me = world_.pos(i, k);
       out = put(out, world_.vel(i, k), 2);
       out = put(out, me, 2);
-      for (int l = agents_; l < world_.num_entities(); ++l) out = rel(out, world_.pos(i, l), me);
+      for (int l = 0; l < landmarks; ++l) ids[l] = agents_ + l;
+      if (landmark_neighbors_) {
+        out = padded_rel(out, i, k, selected, nearest(i, k, ids, landmarks, landmark_neighbors_, selected),
+                         landmark_neighbors_);
+      } else {
+        out = padded_rel(out, i, k, ids, landmarks, landmarks);
+      }
+      int count = 0;
       for (int a = 0; a < agents_; ++a)
-        if (a != k) out = rel(out, world_.pos(i, a), me);
-      for (int a = adversaries_; a < agents_; ++a)
-        if (a != k) out = put(out, world_.vel(i, a), 2);
+        if (a != k) ids[count++] = a;
+      if (!agent_neighbors_) {
+        out = padded_rel(out, i, k, ids, count, count);
+        for (int a = adversaries_; a < agents_; ++a)
+          if (a != k) out = put(out, world_.vel(i, a), 2);
+        continue;
+      }
+      const int m = nearest(i, k, ids, count, agent_neighbors_, selected);
+      out = padded_rel(out, i, k, selected, m, agent_neighbors_);
+      for (int j = 0; j < m; ++j) {
+        if (selected[j] >= adversaries_) {
+          out = put(out, world_.vel(i, selected[j]), 2);
+        } else {
+          out = std::fill_n(out, 2, 0.0f);
+        }
+      }
+      out = std::fill_n(out, 2 * (agent_neighbors_ - m), 0.0f);
     }
   }
 
  private:
   int adversaries_, agents_;
   bool terminate_on_success_;
+  int landmark_neighbors_, agent_neighbors_;  // 0: None
 };
 
 }  // namespace fastvec::envs::mpe

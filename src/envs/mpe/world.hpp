@@ -86,6 +86,12 @@ inline core::OptionTable options_with(core::OptionTable own) {
   return t;
 }
 
+// mpe2's num_agent_neighbors and num_landmark_neighbors (partial observability): 0 is None (every one observed).
+inline core::OptionTable neighbor_options() {
+  using K = core::OptionSpec::Kind;
+  return {{"num_agent_neighbors", K::kInt, 0, 0, 1024}, {"num_landmark_neighbors", K::kInt, 0, 0, 1024}};
+}
+
 // Refuses option values fastvec's port does not model (std::invalid_argument, a ValueError in Python).
 inline void refuse(const core::Options& o, const std::string& env_id, const std::string& name, const char* why) {
   if (o.flag(name)) throw std::invalid_argument(env_id + ": " + name + "=True is not supported natively (" + why + ")");
@@ -312,6 +318,10 @@ class Scenario {
         rewards_(static_cast<size_t>(n) * world_.num_agents()),
         cycles_(static_cast<size_t>(n)),
         terminated_(static_cast<size_t>(n)),
+        near_ids_(world_.num_entities()),
+        near_selected_(world_.num_entities()),
+        near_dist_(world_.num_entities()),
+        near_order_(world_.num_entities()),
         max_cycles_(o.integer("max_cycles")) {}
 
   double* rewards(int i) { return &rewards_[static_cast<size_t>(i) * world_.num_agents()]; }
@@ -337,6 +347,29 @@ class Scenario {
   // The scenarios' is_collision(a, b): closer than the sum of their sizes.
   bool is_collision(int i, int a, int b) const {
     return dist(world_.pos(i, a), world_.pos(i, b)) < world_.entity(a).size + world_.entity(b).size;
+  }
+
+  // mpe2's partial observability (_mpe_utils/partial_observability.py, nearest_entities): of the `count`
+  // entities `ids`, the (at most) n nearest to entity k, closest first, into out; returns how many. np.argsort of
+  // np.linalg.norm: a stable order of the distances (numpy's norm is a BLAS dot, which may differ from this
+  // sqrt by an ulp: only distances within an ulp of each other could be ordered differently).
+  int nearest(int i, int k, const int* ids, int count, int n, int* out) const {
+    double* d = near_dist_.data();
+    int* order = near_order_.data();
+    for (int j = 0; j < count; ++j) {
+      d[j] = dist(world_.pos(i, ids[j]), world_.pos(i, k));
+      order[j] = j;
+      for (int m = j; m > 0 && d[order[m]] < d[order[m - 1]]; --m) std::swap(order[m], order[m - 1]);
+    }
+    const int m = std::min(n, count);
+    for (int j = 0; j < m; ++j) out[j] = ids[order[j]];
+    return m;
+  }
+
+  // padded_relative_positions: the positions of `selected` relative to entity k, then zeros up to n slots.
+  float* padded_rel(float* out, int i, int k, const int* selected, int m, int n) const {
+    for (int j = 0; j < m; ++j) out = rel(out, world_.pos(i, selected[j]), world_.pos(i, k));
+    return std::fill_n(out, 2 * (n - m), 0.0f);
   }
 
   // The step's reward: the sum of the agents' rewards, in agent order. terminated (a scenario's is_terminal)
@@ -365,6 +398,9 @@ class Scenario {
   std::vector<double> rewards_;  // [env][agent]
   std::vector<int> cycles_;      // steps of the episode so far
   std::vector<uint8_t> terminated_;  // the last step's
+  mutable std::vector<int> near_ids_, near_selected_;  // scratch of the scenarios' partial observations
+  mutable std::vector<double> near_dist_;  // scratch of nearest()
+  mutable std::vector<int> near_order_;
   int max_cycles_;
 };
 
