@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector.utils import batch_space
 
 from fastvec._args import check_int
+from fastvec.adapters.rllib_creator import Creator, NormalizedImages
 from fastvec.batching import info_rows
 from fastvec.native import is_native
 from fastvec.registry import lookup
@@ -60,64 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["FastvecEnvRunner", "NormalizedImages", "OldStackVectorEnv", "configure", "configure_old_stack", "rllib_env"]
 
 _RESERVED = ("num_envs", "autoreset_mode", "batch_size")
-
-
-class _Creator:
-    """The env creator RLlib calls with ``env_config | {"num_envs": n}`` (picklable, for remote runners)."""
-
-    def __init__(self, env: str | Callable[[], gym.Env], kwargs: dict[str, Any], normalize_images: bool | None) -> None:
-        self.env = env
-        self.kwargs = kwargs
-        self.normalize_images = normalize_images
-
-    def __call__(self, env_config: dict[str, Any]) -> gym.vector.VectorEnv:
-        config = dict(env_config or {})
-        if "num_envs" not in config:
-            raise ValueError(
-                f"fastvec's RLlib env {self.env!r} is a vector env: RLlib must build it with "
-                "env_runners(gym_env_vectorize_mode='vector_entry_point'), which passes num_envs "
-                "(fastvec.adapters.rllib.configure sets this up)"
-            )
-        num_envs = config.pop("num_envs")
-        kwargs = {**self.kwargs, **config}
-        if "num_threads" not in kwargs and (cpus := _assigned_cpus()) is not None:
-            kwargs["num_threads"] = cpus
-        env = make(self.env, num_envs, **kwargs)
-        space = env.single_observation_space
-        images = isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
-        if images and self.normalize_images is not False:
-            return NormalizedImages(env)
-        return env
-
-
-def _assigned_cpus() -> int | None:
-    """The CPUs Ray gave the actor this runs in (an EnvRunner's ``num_cpus_per_env_runner``); None
-    outside a Ray actor (the local EnvRunner, in the driver: the pool's own default applies)."""
-    if not ray.is_initialized():
-        return None
-    context = ray.get_runtime_context()
-    if context.get_actor_id() is None:
-        return None
-    cpus = context.get_assigned_resources().get("CPU")
-    return max(1, int(cpus)) if cpus else None
-
-
-class NormalizedImages(gym.vector.VectorObservationWrapper):
-    """uint8 frames as float32 ``x / 128 - 1`` in [-1, 1), as RLlib's Atari wrappers
-    (``NormalizedImageEnv``) give them to its CNN encoders. ``env.unwrapped`` is the pool."""
-
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
-        super().__init__(env)
-        shape = env.single_observation_space.shape
-        self.single_observation_space = gym.spaces.Box(-1.0, 1.0, shape, np.float32)
-        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
-
-    # (gymnasium types this method with an ObsType its VectorObservationWrapper does not bind.)
-    def observations(self, observations: np.ndarray) -> np.ndarray:  # type: ignore[override]
-        out = observations.astype(np.float32)
-        out *= 1 / 128  # a power of two: the same as dividing
-        out -= 1.0
-        return out
 
 
 def rllib_env(env_id: str | Callable[[], gym.Env], *, normalize_images: bool | None = None, **kwargs: Any) -> str:
@@ -173,7 +115,7 @@ def _registered(
     """Registers the creator of ``env``'s pools with Ray Tune; returns its name."""
     extra = {**kwargs, "normalize_images": normalize_images} if normalize_images is not None else kwargs
     name = _registry_name("fastvec", label, env_id, *([sorted(extra.items(), key=lambda kv: kv[0])] if extra else []))
-    register_env(name, _Creator(env, dict(kwargs), normalize_images))
+    register_env(name, Creator(env, dict(kwargs), normalize_images))
     return name
 
 

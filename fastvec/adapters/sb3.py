@@ -30,10 +30,37 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from fastvec._args import autoreset_mode_name
 from fastvec.batching import info_rows
+from fastvec.multiagent import MultiAgentVectorEnv
 from fastvec.vector import VectorEnv, make
 
 
-class SB3VecEnv(VecEnv):
+class SB3Base(VecEnv):
+    """What the single-agent and the multi-agent adapters share: SB3's step_async/step_wait hand-over of the
+    actions, and SB3's indices read as env (or slot) ids."""
+
+    _actions: Any = None
+    _unit = "env"  # what an index counts, in messages
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def _take_actions(self) -> Any:
+        """The actions of the last step_async (once)."""
+        if self._actions is None:
+            raise RuntimeError("step_wait() without step_async()")
+        actions, self._actions = self._actions, None
+        return actions
+
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        """SB3's indices (None, an int, or a list; negative ones count from the end) as ids."""
+        idx = list(self._get_indices(indices))
+        for i in idx:
+            if not -self.num_envs <= i < self.num_envs:
+                raise IndexError(f"{self._unit} index {i} out of range for {self.num_envs} {self._unit}s")
+        return [int(i) % self.num_envs for i in idx]
+
+
+class SB3VecEnv(SB3Base):
     """A ``stable_baselines3`` ``VecEnv`` over a :class:`fastvec.VectorEnv` made with
     ``autoreset_mode="same_step"``; made by :func:`fastvec.sb3_vec`.
 
@@ -59,7 +86,7 @@ class SB3VecEnv(VecEnv):
         self.env = env
         self.monitor = monitor
         self._t_start = time.time()
-        self._actions: Any = None
+        self._actions = None
         super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
 
     # -- stepping ---------------------------------------------------------
@@ -97,13 +124,8 @@ class SB3VecEnv(VecEnv):
                 self.reset_infos[i] = row
         return out
 
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
-
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        if self._actions is None:
-            raise RuntimeError("step_wait() without step_async()")
-        actions, self._actions = self._actions, None
+        actions = self._take_actions()
         obs, reward, terminated, truncated, info = self.env.step(self._batched(actions))
         dones = terminated | truncated
         # Each env's info of this step, as SubprocVecEnv returns it: for an env whose episode ended, the
@@ -198,17 +220,12 @@ class SB3VecEnv(VecEnv):
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
-    def _indices(self, indices: VecEnvIndices) -> list[int]:
-        """SB3's indices (None, an int, or a list; negative ones count from the end) as env ids."""
-        idx = list(self._get_indices(indices))
-        for i in idx:
-            if not -self.num_envs <= i < self.num_envs:
-                raise IndexError(f"env index {i} out of range for {self.num_envs} envs")
-        return [int(i) % self.num_envs for i in idx]
 
-
-def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> SB3VecEnv:
+def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> VecEnv:
     """An SB3 ``VecEnv`` of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s arguments.
+
+    A multi-agent env (a PettingZoo or RLlib multi-agent env, or a multi-agent id) gives one slot per (env, agent):
+    :class:`fastvec.adapters.sb3_ma.SB3MultiAgentVecEnv`, SuperSuit's recipe for parameter sharing.
 
     >>> env = fastvec.sb3_vec("CartPole-v1", 8, seed=0)
     >>> env.reset().shape
@@ -221,7 +238,16 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
         )
     args = (env_id,) if num_envs is None else (env_id, num_envs)
     kwargs["episode_stats"] = True  # Monitor's "episode" dicts are made from them
-    return SB3VecEnv(make(*args, autoreset_mode="same_step", **kwargs), monitor=monitor)
+    env = make(*args, autoreset_mode="same_step", **kwargs)
+    if isinstance(env, MultiAgentVectorEnv):  # a slot per (env, agent): fastvec.adapters.sb3_ma
+        from fastvec.adapters.sb3_ma import SB3MultiAgentVecEnv
+
+        try:
+            return SB3MultiAgentVecEnv(env, monitor=monitor)
+        except BaseException:
+            env.close()
+            raise
+    return SB3VecEnv(env, monitor=monitor)
 
 
 def _place(out: Any, part: Any, ids: list[int], n: int) -> Any:

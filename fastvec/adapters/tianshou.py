@@ -413,6 +413,11 @@ def tianshou_venv(
 
 def _adapter(env: VectorEnv, wait_num: int | None, timeout: float | None) -> TianshouVectorEnv:
     try:
+        if not isinstance(env, VectorEnv):  # a MultiAgentVectorEnv: fastvec.make took a multi-agent env
+            raise TypeError(
+                "env_id makes multi-agent envs: Tianshou steps them turn by turn (its PettingZooEnv), which "
+                "fastvec.tianshou_ma_venv(env_fn, num_envs) does"
+            )
         return TianshouVectorEnv(env, wait_num=wait_num, timeout=timeout)
     except BaseException:
         env.close()

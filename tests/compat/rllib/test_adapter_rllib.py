@@ -242,37 +242,37 @@ def local_ray(outside_checkout, ray):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("num_env_runners", [0, 2])
-def test_ppo_trains_on_fastvec_envs(local_ray, num_env_runners):
-    config = configure(ppo_config(num_env_runners), "CartPole-v1", num_envs=8)
+def test_ppo_trains_on_fastvec_envs(local_ray):
+    """The local EnvRunner, in the driver. (Remote runners: the two-node test below.)"""
+    config = configure(ppo_config(0), "CartPole-v1", num_envs=8)
     returns, facts = train(config, iterations=5)
-    assert len(facts) == max(1, num_env_runners)
-    for f in facts:
-        assert (f["module"], f["class"], f["num_envs"]) == ("fastvec.vector", "VectorEnv", 8)
-        assert f["runner"] == "FastvecEnvRunner"
+    assert len(facts) == 1
+    assert (facts[0]["module"], facts[0]["class"], facts[0]["num_envs"]) == ("fastvec.vector", "VectorEnv", 8)
+    assert facts[0]["runner"] == "FastvecEnvRunner"
     assert returns[-1] > 1.5 * returns[0], returns
-    if num_env_runners == 2:  # RLlib seeds runner i with seed + i: the pools differ
-        assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
 
 
 @pytest.mark.slow
 def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
-    """Two nodes of one CPU each: one EnvRunner (and one fastvec pool) lands on each."""
+    """A head node without CPUs (the driver and its learner) and a node of one CPU: the remote EnvRunner, and
+    its fastvec pool of one thread, land on the other node, and PPO learns from what it samples there. (One
+    runner: a second, on the head, took as long again on a busy machine; that runners draw different streams is
+    test_rllib_runner's test_no_two_envs_of_three_runners_share_a_stream.)"""
     from ray.cluster_utils import Cluster
 
     # No log monitor (the driver does not take the workers' logs) and no autoscaler monitor (the nodes are fixed):
-    # two processes less to start beside the runners.
+    # two processes less to start beside the runner.
     quiet = {"include_dashboard": False, "include_log_monitor": False}
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "no_monitor": True, **quiet})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "no_monitor": True, **quiet})
     try:
         cluster.add_node(num_cpus=1, include_log_monitor=False)
         ray.init(address=cluster.address, log_to_driver=False)
-        config = configure(ppo_config(2), "CartPole-v1", num_envs=8)
-        returns, facts = train(config, iterations=4)
-        assert len({f["node"] for f in facts}) == 2
-        assert all(f["module"] == "fastvec.vector" and f["runner"] == "FastvecEnvRunner" for f in facts)
-        assert not np.allclose(facts[0]["obs"], facts[1]["obs"])
-        assert returns[-1] > returns[0], returns
+        config = configure(ppo_config(1), "CartPole-v1", num_envs=8)
+        returns, facts = train(config, iterations=5)
+        assert len(facts) == 1 and facts[0]["node"] != ray.get_runtime_context().get_node_id()
+        assert (facts[0]["module"], facts[0]["class"], facts[0]["num_envs"]) == ("fastvec.vector", "VectorEnv", 8)
+        assert (facts[0]["runner"], facts[0]["num_threads"]) == ("FastvecEnvRunner", 1)
+        assert returns[-1] > 1.5 * returns[0], returns
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -281,7 +281,8 @@ def test_ppo_on_a_two_node_cluster(outside_checkout, ray):
 @pytest.mark.slow
 def test_a_pool_made_without_num_threads_takes_the_cpus_ray_gave_its_runner(local_ray):
     """rllib_env without configure: in a Ray actor of one CPU the pool runs one thread, not the machine's
-    cores (in the driver, outside any actor, the pool's own default applies)."""
+    cores (in the driver, outside any actor, the pool's own default applies). An actor that only builds envs
+    imports neither RLlib nor torch to unpickle the creator (about 4 s of CPU each, when it did)."""
     import ray
 
     name = fastvec.rllib_env("CartPole-v1")
@@ -289,12 +290,15 @@ def test_a_pool_made_without_num_threads_takes_the_cpus_ray_gave_its_runner(loca
     @ray.remote(num_cpus=1)
     class Runner:
         def threads(self, name):
+            import sys
+
             from ray.tune.registry import ENV_CREATOR, _global_registry  # (no globals of this module here)
 
-            return _global_registry.get(ENV_CREATOR, name)({"num_envs": 4}).num_threads
+            threads = _global_registry.get(ENV_CREATOR, name)({"num_envs": 4}).num_threads
+            return threads, sorted({"ray.rllib", "torch"} & set(sys.modules))
 
-    assert ray.get(Runner.remote().threads.remote(name)) == 1
-    assert ray.get(Runner.options(num_cpus=2).remote().threads.remote(name)) == 2
+    assert ray.get(Runner.remote().threads.remote(name)) == (1, [])
+    assert ray.get(Runner.options(num_cpus=2).remote().threads.remote(name)) == (2, [])
 
 
 @pytest.mark.slow
