@@ -42,10 +42,11 @@ except ImportError as e:  # the MuJoCo backend links the mujoco-core wheel's lib
 
 from fastvec._gymnasium import register_gymnasium_envs  # noqa: E402
 from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv  # noqa: E402
+from fastvec.multiagent import MultiAgentVectorEnv  # noqa: E402
 from fastvec.registry import list_envs  # noqa: E402
 from fastvec.vector import VectorEnv, make  # noqa: E402
 
-__all__ = ["EnvError", "VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec", "tianshou_venv"]
+__all__ = ["EnvError", "MultiAgentVectorEnv", "VectorEnv", "list_envs", "make", "rllib_env", "sb3_vec", "tianshou_venv"]
 __version__ = "0.1.0"
 
 register_gymnasium_envs()

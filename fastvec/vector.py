@@ -158,6 +158,10 @@ def make(
     (``r``, ``l``, ``t``) and its mask ``info["_episode"]``, which CleanRL's gymnasium scripts read.
     ``observation_mode="different"`` (gymnasium's AsyncVectorEnv's; default ``"same"``) lets a list of Python envs
     have observation spaces that differ in bounds but share type, shape and dtype (Tianshou's envs of several sizes).
+
+    A callable (or list of callables) returning a multi-agent env (a PettingZoo ParallelEnv or AEC env, an RLlib
+    MultiAgentEnv), or a multi-agent id such as ``"simple_spread_v3"``, gives a :class:`fastvec.MultiAgentVectorEnv`
+    instead (typed as such by :func:`fastvec.multiagent.make`); see docs/multi-agent.md.
     """
     if backend not in ("auto", "native", "python"):
         raise ValueError(f"backend must be 'auto', 'native' or 'python', got {backend!r}")
@@ -184,7 +188,10 @@ def make(
                     "both name the Python-env pool's worker processes; pass one of them"
                 )
             env_kwargs["num_workers"] = num_threads
-        return PyVectorEnv(
+        from fastvec.multiagent.routing import over_pool, python_env_id
+
+        env_id, env_kwargs = python_env_id(env_id, env_kwargs)  # multi-agent envs: one gymnasium env each
+        venv = PyVectorEnv(
             pyenv.make(
                 env_id,
                 num_envs,
@@ -197,6 +204,7 @@ def make(
             seed=seed,
             episode_stats=episode_stats,
         )
+        return over_pool(venv, episode_stats)  # a MultiAgentVectorEnv if the workers made multi-agent envs
     entry = lookup(env_id)
     pool = make_pool(
         entry,
