@@ -16,6 +16,7 @@ import numpy as np
 import ray
 from gymnasium.vector.utils import batch_space
 
+from fastvec.native import is_native
 from fastvec.vector import make
 
 __all__ = [
@@ -105,14 +106,29 @@ class MultiAgentCreator:
 
             if "num_threads" not in kwargs and (cpus := assigned_cpus()) is not None:
                 kwargs["num_threads"] = cpus
-            env = self.env
-            if callable(env):  # fastvec.make calls a constructor without arguments: the env's are bound here
-                pool_keys = (*POOL_KEYWORDS, "max_episode_steps")
-                env_kwargs = {k: v for k, v in kwargs.items() if k not in pool_keys}
+            env: Any = self.env
+            pool_keys = (*POOL_KEYWORDS, "max_episode_steps")
+            env_kwargs = {k: v for k, v in kwargs.items() if k not in pool_keys}
+            if isinstance(env, str) and kwargs.get("backend", "auto") != "native" and not _native(env):
+                # An id with no native port (yet): mpe2's env in the Python-env pool, its constructor made here with
+                # the env's keywords (fastvec.make would pass it the pool's too: num_workers, start_method).
+                from fastvec.multiagent.ids import python_constructor
+
+                env = python_constructor(env.removeprefix("fastvec/"), env_kwargs) or env
+                kwargs = {k: v for k, v in kwargs.items() if k in pool_keys and k != "backend"}
+            elif callable(env):  # fastvec.make calls a constructor without arguments: the env's are bound here
                 kwargs = {k: v for k, v in kwargs.items() if k in pool_keys}
                 env = functools.partial(env, **env_kwargs) if env_kwargs else env
             return make_multiagent(env, num_envs, **kwargs)
         return single_multiagent_env(self.env, kwargs)
+
+
+def _native(env_id: str) -> bool:
+    """Whether ``env_id`` has a native port (a multi-agent id without one is no gymnasium id either)."""
+    try:
+        return is_native(env_id.removeprefix("fastvec/"))
+    except ValueError:
+        return False
 
 
 # fastvec.make's keywords that are the pool's, not the env's (left out when RLlib makes one env itself).
@@ -127,6 +143,7 @@ POOL_KEYWORDS = (
     "backend",
     "normalize_images",
     "start_method",
+    "observation_mode",
 )
 
 
