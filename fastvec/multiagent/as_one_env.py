@@ -8,7 +8,7 @@ travels in the pool's shared memory and nothing per agent is pickled on the hot 
           "rewards": Box(float64, (A,)), "returns": Box(float64, (A,)),
           "terminations": MultiBinary(A), "truncations": MultiBinary(A), "active": MultiBinary(A)})
 
-with the A agents in ``possible_agents`` order. ``active``: the agent has an observation in this result (the keys
+with the A agents in sorted order (the Dict's). ``active``: the agent has an observation in this result (the keys
 of the env's observation dict); an agent with none has zeros in ``obs``. ``returns``: each agent's return so far
 in this episode (the per-agent episode statistics). Its action space is ``Dict(agent -> action space)``: every
 agent gets a row, and the wrapper passes the env only the actions of the agents due to act. Its reward is the sum
@@ -39,6 +39,9 @@ import numpy as np
 MARKER = "fastvec.multiagent"  #: metadata key of an AsOneEnv: its possible_agents (the parent's sign of one)
 
 PARALLEL, RLLIB = "parallel", "rllib"
+# The env-call name under which an AsOneEnv answers the agents it will give actions to next step (None: not reset),
+# which the parent asks for when a step's results were lost to another env's exception.
+ACTING = "__fastvec_acting__"
 
 
 def multiagent_kind(env: Any) -> str | None:
@@ -71,6 +74,13 @@ class Maker:
         if kind == "aec":
             from pettingzoo.utils.conversions import aec_to_parallel
 
+            if not (getattr(env, "metadata", None) or {}).get("is_parallelizable", False):
+                name = type(getattr(env, "unwrapped", env)).__name__
+                raise ValueError(
+                    f"{name} is an AEC env whose metadata does not say is_parallelizable: PettingZoo's "
+                    "aec_to_parallel, which the pool steps AEC envs through, is safe only for envs whose agents all "
+                    "act once per cycle (not turn-based games such as chess or tic-tac-toe)"
+                )
             env, kind = aec_to_parallel(env), PARALLEL
         return AsOneEnv(env, kind)
 
@@ -102,7 +112,9 @@ class AsOneEnv(gym.Env):
         if len(set(agents)) != len(agents):
             raise ValueError(f"{self._name}: possible_agents lists an agent twice: {agents}")
         self.possible_agents = agents
-        self._index = {a: i for i, a in enumerate(agents)}
+        # An agent's slot in the per-agent vectors: its place among the sorted ids (as the Dict space sorts them), so
+        # that envs listing the same agents in another order share one layout, which the pool's spaces check sees.
+        self._index = {a: i for i, a in enumerate(sorted(agents))}
         self._obs_spaces = {a: self._space("observation", a) for a in agents}
         self._act_spaces = {a: self._space("action", a) for a in agents}
         n = len(agents)
@@ -195,6 +207,8 @@ class AsOneEnv(gym.Env):
         return getattr(self.env, "unwrapped", self.env)
 
     def get_wrapper_attr(self, name: str) -> Any:
+        if name == ACTING:
+            return self._acting
         return getattr(self.env, name)
 
     def has_wrapper_attr(self, name: str) -> bool:

@@ -74,6 +74,7 @@ class PyPoolRows:
 
     def __init__(self, possible_agents: list[str], observation_space: gym.spaces.Dict, action_space: gym.spaces.Dict):
         self.possible_agents = list(possible_agents)
+        self._slot = {a: i for i, a in enumerate(sorted(possible_agents))}
         obs_spaces = observation_space["obs"]
         assert isinstance(obs_spaces, gym.spaces.Dict)
         self.observation_spaces = {a: obs_spaces[a] for a in self.possible_agents}
@@ -114,9 +115,10 @@ class PyPoolRows:
         return actions  # the AsOneEnv's action space is the Dict of the agents' spaces
 
     def _columns(self, matrix: np.ndarray, dtype: type | None) -> dict[str, np.ndarray]:
-        """Per agent, its column of a ``(B, A)`` matrix as a contiguous array (one copy for all)."""
+        """Per agent, its column of a ``(B, A)`` matrix (columns in sorted agent order, as AsOneEnv writes them) as
+        a contiguous array (one copy for all)."""
         t = np.ascontiguousarray(matrix.T, dtype=dtype)
-        return {a: t[i] for i, a in enumerate(self.possible_agents)}
+        return {a: t[self._slot[a]] for a in self.possible_agents}
 
 
 def _zeros(space: gym.Space, rows: int) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._args import check_env_ids
+from fastvec.multiagent.as_one_env import ACTING
 from fastvec.multiagent.rows import AgentRows, RowsTranslator
 from fastvec.vector import Seed, VectorEnv
 
@@ -46,6 +47,8 @@ class MultiAgentVectorEnv:
     """
 
     def __init__(self, backend: VectorEnv, rows: RowsTranslator, *, episode_stats: bool = False) -> None:
+        """Over ``backend`` (made with ``episode_stats=True`` when ``episode_stats``: its episode ends, returns and
+        lengths are the ones reported) and its translator ``rows``; what :func:`fastvec.make` does for you."""
         self.backend = backend  #: the fastvec.VectorEnv whose single env is one multi-agent env
         self._rows = rows
         self.num_envs = backend.num_envs
@@ -112,7 +115,12 @@ class MultiAgentVectorEnv:
                 "send(actions, env_id) and recv()"
             )
         joined = self._actions(actions, self._all_ids)
-        return self._result(*self.backend.step(joined))
+        try:
+            result = self.backend.step(joined)
+        except Exception:
+            self._resync()
+            raise
+        return self._result(*result)
 
     # -- async -------------------------------------------------------------
 
@@ -205,6 +213,19 @@ class MultiAgentVectorEnv:
                 continue
             full[a] = _check(a, self.single_action_spaces[a], actions[a], need, self._filler[a], ids)
         return self._rows.join(full)
+
+    def _resync(self) -> None:
+        """After a sync step raised (an env's exception: the batch's rows are dropped, the other envs have stepped),
+        asks each env which agents it will give actions to next: the rows that told the façade are lost. A backend
+        whose envs cannot say (a native one, whose agents do not come and go) keeps what it had."""
+        if self.backend.closed:
+            return
+        try:
+            acting = self.backend.env_call("get", ACTING)
+        except Exception:
+            return
+        for e, agents in enumerate(acting):
+            self._alive[e] = [a in (agents or ()) for a in self.possible_agents]
 
     def _reset_result(
         self, obs: Any, info: dict[str, Any], options: dict[str, Any]
@@ -323,7 +344,7 @@ def _check(
             low, high = space.start, space.start + space.nvec
         else:
             low, high = 0, 2
-        bad_rows = ((arr < low) | (arr >= high)).reshape(rows, -1).any(axis=1) & need
+        bad_rows = np.any((arr < low) | (arr >= high), axis=tuple(range(1, arr.ndim))) & need
         if bad_rows.any():
             r = int(np.flatnonzero(bad_rows)[0])
             raise ValueError(f"actions[{agent!r}] = {arr[r]} for env {int(ids[r])} is out of range for {space}")

@@ -221,3 +221,20 @@ class Nested(ParallelEnv):
         if done:
             self.agents = []
         return self._obs(), rewards, flags, {a: False for a in flags}, {}
+
+
+class Reversed(Lifecycle):
+    """A Lifecycle that lists its agents in the other order."""
+
+    def __init__(self, length: int = 6) -> None:
+        super().__init__(length)
+        self.possible_agents = ["c", "b", "a"]
+
+
+class DictActions(Nested):
+    """A Nested whose agent ``q`` acts with a Dict, which the multi-agent pool does not take."""
+
+    def action_space(self, agent):
+        if agent == "q":
+            return gym.spaces.Dict({"move": gym.spaces.Discrete(2)})
+        return gym.spaces.Discrete(2)

@@ -16,11 +16,13 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import Lifecycle, Misbehaving, Nested, Reference, duo_class, make_duo
+from ma_envs import DictActions, Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
 from fastvec.multiagent import PyPoolRows
+from fastvec.multiagent.as_one_env import AsOneEnv, Maker
+from fastvec.multiagent.ids import MPE2_IDS, python_constructor
 from fastvec.vector import ClosedError
 
 MODES = ("next_step", "same_step", "disabled")
@@ -119,12 +121,13 @@ def test_sync_parity(name, mode):
             check_step(env, result, refs, range(n), mode)
 
 
-@pytest.mark.parametrize("mode", ["next_step", "same_step"])
-def test_async_parity(mode):
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["lifecycle", "simple_spread"])
+def test_async_parity(name, mode):
     n, batch, seed = 4, 2, 5
     rng = np.random.default_rng(1)
-    with fastvec.make(Lifecycle, n, batch_size=batch, seed=seed, autoreset_mode=mode, num_workers=2) as env:
-        refs = references("lifecycle", n, mode, seed)
+    with fastvec.make(ENVS[name], n, batch_size=batch, seed=seed, autoreset_mode=mode, num_workers=2) as env:
+        refs = references(name, n, mode, seed)
         env.async_reset()
         seen = 0
         for _ in range(20):
@@ -132,11 +135,18 @@ def test_async_parity(mode):
             ids = infos["env_id"].tolist()
             check_step(env, (obs, rewards, terms, truncs, infos), refs, ids, mode)
             seen += len(ids)
-            actions = sample_actions(env, rng, len(ids))
-            env.send(actions, infos["env_id"])
-            for row, e in enumerate(ids):
-                refs.step(e, actions, row)
+            ended = [e for e in ids if refs[e].needs_reset and mode == "disabled"]
+            if ended:  # disabled: reset by the caller
+                env.async_reset(env_id=ended)
+                for e in ended:
+                    refs.reset(e)
+            rows = [row for row, e in enumerate(ids) if e not in ended]
+            actions = sample_actions(env, rng, len(rows))
+            env.send(actions, infos["env_id"][rows])
+            for k, row in enumerate(rows):
+                refs.step(ids[row], actions, k)
         assert seen == 20 * batch
+        env.send({}, [])  # no env: nothing to check, nothing sent
 
 
 def test_seeding_is_deterministic_across_workers():
@@ -444,3 +454,64 @@ def test_episode_agent_returns(rows, mode):
                 np.testing.assert_allclose(infos["episode_agent_returns"][a], totals[a])
             if mode == "next_step":
                 env.step({})  # the autoreset step: no agent is alive
+
+
+def test_envs_listing_their_agents_in_different_orders():
+    rng = np.random.default_rng(6)
+    with fastvec.make([Lifecycle, Reversed], seed=0, num_workers=1) as env:
+        assert env.possible_agents == ["a", "b", "c"]  # env 0's order
+        refs = Refs([Reference(Lifecycle(), "next_step"), Reference(Reversed(), "next_step")])
+        refs.reset(0, 0)
+        refs.reset(1, 1)
+        env.reset()
+        for _ in range(7):
+            actions = sample_actions(env, rng, 2)
+            result = env.step(actions)
+            for e in range(2):
+                refs.step(e, actions)
+            check_step(env, result, refs, range(2), "next_step")
+
+
+@pytest.mark.parametrize("env_id", MPE2_IDS)
+def test_every_mpe2_id_as_one_env(env_id):
+    """Each id's constructor, wrapped as the workers wrap it (here, in this process): its observations fit the one
+    env's space, its reward is the sum over the agents, and truncation at max_cycles ends the episode."""
+    env = Maker(python_constructor(env_id, {"max_cycles": 3}))()
+    assert isinstance(env, AsOneEnv)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    env.action_space.seed(0)
+    for t in range(1, 4):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and obs["active"].all()
+        assert reward == pytest.approx(obs["rewards"].sum()) and truncated == (t == 3) and not terminated
+    assert obs["truncations"].all()
+
+
+@pytest.mark.filterwarnings("ignore:The old environment creation API:DeprecationWarning")
+def test_turn_based_aec_env_is_refused_clearly():
+    from pettingzoo.classic import tictactoe_v3
+
+    with pytest.raises(ValueError, match="raw_env is an AEC env whose metadata does not say is_parallelizable"):
+        fastvec.make(tictactoe_v3.env, 1, num_workers=1)
+
+
+def test_after_an_env_raised_the_others_agents_are_known():
+    """A sync step where one env raised drops the batch: env 0 stepped (c was born) and must now get c's action."""
+    rng = np.random.default_rng(0)
+    with fastvec.make([Lifecycle, functools.partial(Misbehaving, "stranger", at=2)], num_workers=1) as env:
+        env.reset(seed=0)
+        env.step(sample_actions(env, rng, 2))
+        with pytest.raises(ValueError, match="zed"):
+            env.step(sample_actions(env, rng, 2))
+        env.reset(options={"env_id": [1]})
+        actions = sample_actions(env, rng, 2)
+        with pytest.raises(KeyError, match=r"agent 'c' is alive in env\(s\) \[0\]"):
+            env.step({a: v for a, v in actions.items() if a != "c"})
+        obs, rewards, *_ = env.step(actions)
+        assert rewards["c"][0] != 0 and obs["a"][0][0] == 3  # env 0's third step
+
+
+def test_dict_action_space_is_refused():
+    with pytest.raises(TypeError, match=r"agent 'q' has action space Dict\('move'"):
+        fastvec.make(DictActions, 1, num_workers=1)
