@@ -59,9 +59,11 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
     (observations, rewards, terminateds and truncateds, infos: ``{}`` where the env gave none) and ``"__all__"``
     flags; the step after an episode's end returns the reset (rewards 0 and flags False for every agent).
 
-    What the pool's per-agent arrays cannot carry differs from RLlib's vector env: a reward to an agent without an
-    observation in that step (the pool has 0 there; the agent gets none), and ``"__all__"`` when an episode ends
-    with some agents terminated and others truncated (terminated here; RLlib's episode declares it terminated too).
+    A reward to an agent without an observation in that step (RLlib envs may give one) is passed on where it is not
+    0 and the agent has not ended in the episode. What the pool's per-agent arrays cannot carry differs from RLlib's
+    vector env: a reward of exactly 0 to an agent without an observation (left out), and ``"__all__"`` when an
+    episode ends with some agents terminated and others truncated (terminated here; RLlib's episode declares it
+    terminated too).
 
     >>> env = PoolVectorMultiAgentEnv(fastvec.make(lambda: mpe2.simple_spread_v3.parallel_env(), 8))
     """
@@ -97,11 +99,13 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
             for a, s in self.single_action_spaces.items()
         }
         self._autoreset = np.zeros(self.num_envs, dtype=bool)  # the env's next step is its reset
+        self._ended = np.zeros((self.num_envs, len(self.agents)), dtype=bool)  # agent ended in the env's episode
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:  # (lists, as RLlib's)
         super().reset(seed=seed if isinstance(seed, int) else None)
         obs, infos = self.pool.reset(seed=seed, options=options)
         self._autoreset[:] = False
+        self._ended[:] = False
         active = self._active(infos)
         return self._obs_rows(obs, active), self._info_rows(infos, active)
 
@@ -120,8 +124,11 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
         all_term |= over & ~all_term & ~all_trunc  # some of each: the pool ended the episode
         obs_rows, info_rows_ = self._obs_rows(obs, active), self._info_rows(infos, active)
         rew_rows, term_rows, trunc_rows = [], [], []
-        act_l, term_l, trunc_l, rew_l = active.tolist(), term.tolist(), trunc.tolist(), rew.tolist()
         resets = self._autoreset.tolist()
+        self._ended[self._autoreset] = False
+        rewarded = (~active & ~self._ended & (rew != 0)).tolist()  # a reward without an observation
+        self._ended |= active & (term | trunc)
+        act_l, term_l, trunc_l, rew_l = active.tolist(), term.tolist(), trunc.tolist(), rew.tolist()
         for i in range(self.num_envs):
             if resets[i]:  # what SyncVectorMultiAgentEnv returns for an autoreset: every possible agent
                 rew_rows.append(dict.fromkeys(self.agents, 0.0))
@@ -132,6 +139,8 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
             for k, a in enumerate(self.agents):
                 if act_l[i][k]:
                     r[a], te[a], tr[a] = rew_l[i][k], term_l[i][k], trunc_l[i][k]
+                elif rewarded[i][k]:
+                    r[a] = rew_l[i][k]
             te["__all__"], tr["__all__"] = bool(all_term[i]), bool(all_trunc[i])
             rew_rows.append(r)
             term_rows.append(te)
