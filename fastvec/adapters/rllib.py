@@ -174,7 +174,8 @@ def configure(
     A multi-agent ``env_id`` (an RLlib ``MultiAgentEnv`` class or constructor, a callable returning a PettingZoo
     ParallelEnv or AEC env, a multi-agent id such as ``"simple_spread_v3"``) is set up by
     :func:`configure_multi_agent` (``env_runner_cls`` FastvecEnvRunner then means FastvecMultiAgentEnvRunner);
-    ``policies`` and ``policy_mapping_fn`` apply only to those.
+    ``policies`` and ``policy_mapping_fn`` apply only to those. To tell, a callable ``env_id`` is called once here,
+    in the driver (and its env closed).
 
     Calls ``environment(env=...)`` and ``env_runners(num_envs_per_env_runner=num_envs,
     gym_env_vectorize_mode="vector_entry_point", num_cpus_per_env_runner=...,
