@@ -40,6 +40,7 @@ except ImportError as e:  # the MuJoCo backend links the mujoco-core wheel's lib
         "backend: pip install . -Ccmake.define.FASTVEC_MUJOCO=OFF"
     ) from e
 
+from fastvec import _numpy_loops  # noqa: E402
 from fastvec._gymnasium import register_gymnasium_envs  # noqa: E402
 from fastvec.adapters import rllib_env, sb3_vec, tianshou_venv  # noqa: E402
 from fastvec.multiagent import MultiAgentVectorEnv  # noqa: E402
@@ -63,3 +64,4 @@ def _sum_as_numpy() -> None:
 
 
 _sum_as_numpy()
+_numpy_loops.hand_over_exp()

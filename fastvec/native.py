@@ -64,10 +64,19 @@ def make_pool(
                 f"block_size must divide num_envs ({shape.num_envs}) and batch_size ({shape.batch_size}), got "
                 f"{block_size}"
             )
+    if max_episode_steps is not None:
+        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
+    if "max_cycles" in entry.options:  # MPE: the pool truncates at the env's max_cycles
+        cycles = check_int("max_cycles", env_kwargs.get("max_cycles", entry.options["max_cycles"]), 1, 10**9)
+        if max_episode_steps is not None and "max_cycles" in env_kwargs and max_episode_steps != cycles:
+            raise ValueError(
+                f"{entry.id}: max_episode_steps ({max_episode_steps}) and max_cycles ({cycles}) are the same limit; "
+                "give one of them"
+            )
+        if max_episode_steps is None:
+            max_episode_steps = cycles
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps
-    else:
-        max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, 2**31 - 1)
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
     return NativePool(
         entry,

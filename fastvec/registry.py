@@ -19,6 +19,10 @@ from typing import Any
 
 import fastvec.roms as roms
 
+#: The native families whose envs are multi-agent (each env's rows are its agents', ``fastvec.make`` gives a
+#: :class:`fastvec.MultiAgentVectorEnv`): not gymnasium envs, so not in gymnasium's registry.
+MULTI_AGENT_FAMILIES = ("mpe",)
+
 
 @dataclass(frozen=True)
 class OptionSpec:
@@ -44,7 +48,7 @@ class EnvEntry:
     reward_threshold: float | None = None
     hidden: bool = False  #: test-only envs, not listed
     rom: str | None = None  #: Atari: the ROM's id in ale-py (``"space_invaders"``)
-    family: str = ""  #: "atari", "mujoco", or "" (classic control, and the test-only envs)
+    family: str = ""  #: "atari", "mujoco", "mpe", or "" (classic control, and the test-only envs)
     option_specs: tuple[OptionSpec, ...] = ()
     built: bool = True  #: False: the compiled module was built without its family's backend (no options, no pool)
 

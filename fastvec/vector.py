@@ -218,7 +218,10 @@ def make(
         env_kwargs=env_kwargs,
         vector_entry_point=MakeNative(entry.id),
     )
-    return VectorEnv.over_native(pool, seed=seed, episode_stats=episode_stats)
+    from fastvec.multiagent.native_rows import over_native
+
+    # a MultiAgentVectorEnv if the native env has agents (MPE)
+    return over_native(VectorEnv.over_native(pool, seed=seed, episode_stats=episode_stats), episode_stats)
 
 
 def _check_seed_range(seed: int, num_envs: int) -> None:

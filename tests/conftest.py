@@ -28,12 +28,17 @@ MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
 # every MuJoCo env): the registry-driven tests take one env of each.
 COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
+# The multi-agent families (mpe2's MPE: fastvec.registry.MULTI_AGENT_FAMILIES) are no gymnasium envs: the
+# single-agent registry-driven tests take none of their ids; tests/envs/mpe/ covers them.
+MULTI_AGENT_FAMILIES = fastvec.registry.MULTI_AGENT_FAMILIES
 
 
 def env_ids_under_test() -> list[str]:
-    """Every env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for MuJoCo)."""
+    """Every single-agent env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for
+    MuJoCo)."""
     ids = fastvec.list_envs()
-    every = [e for e in ids if fastvec.registry.lookup(e).family not in COVERED_APART]
+    apart = (*COVERED_APART, *MULTI_AGENT_FAMILIES)
+    every = [e for e in ids if fastvec.registry.lookup(e).family not in apart]
     return every + [e for e in COVERED_APART.values() if e in ids]
 
 

@@ -19,6 +19,7 @@
 #include "native_pool.hpp"
 #include "result_type.hpp"
 #include "write_pending.hpp"
+#include "envs/mpe/numpy_exp.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
 #endif
@@ -81,6 +82,17 @@ PYBIND11_MODULE(_core, m) {
 #else
   m.attr("has_mujoco") = false;
 #endif
+
+  m.def(
+      "set_numpy_exp",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::mpe::numpy_exp_data.store(reinterpret_cast<void*>(data), std::memory_order_relaxed);
+        fastvec::envs::mpe::numpy_exp_loop.store(reinterpret_cast<fastvec::envs::mpe::NumpyLoop>(loop),
+                                                 std::memory_order_relaxed);
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 exp loop (its address and data), for the MPE envs' np.exp; set by fastvec when it is "
+      "imported (fastvec._numpy_loops).");
 
   fb::translate_errors(m);
 

@@ -133,6 +133,16 @@ py::dict NativePool::spec() const {
   d["action_dtype"] = pool_->action_dtype();
   d["reward_dtype"] = pool_->reward_dtype();
   d["render_shape"] = s.render_shape;
+  py::list agents;
+  for (const core::AgentSpec& a : s.agents) {
+    py::dict agent;
+    agent["name"] = a.name;
+    agent["obs_size"] = a.obs_size;
+    agent["action_size"] = a.action_size;
+    agent["num_actions"] = a.num_actions;
+    agents.append(agent);
+  }
+  d["agents"] = agents;
   return d;
 }
 

@@ -102,6 +102,34 @@ class Pcg64 {
     const unsigned rot = static_cast<unsigned>(state_ >> 122);
     return (x >> rot) | (x << ((64 - rot) & 63));
   }
+  // numpy's next_uint32: half of a 64-bit draw, the other half kept for the next call (a 64-bit draw in
+  // between does not use or clear it).
+  uint32_t next_u32() {
+    if (has_u32_) {
+      has_u32_ = false;
+      return u32_;
+    }
+    const uint64_t next = next_u64();
+    has_u32_ = true;
+    u32_ = static_cast<uint32_t>(next >> 32);
+    return static_cast<uint32_t>(next);
+  }
+  // Generator.integers(high), one int64 draw in [0, high) for 1 <= high <= 2^32: Lemire's method on 32-bit
+  // draws (numpy's buffered_bounded_lemire_uint32).
+  int64_t integers(int64_t high) {
+    if (high == 1) return 0;
+    const uint32_t rng_excl = static_cast<uint32_t>(high);
+    uint64_t m = static_cast<uint64_t>(next_u32()) * rng_excl;
+    uint32_t leftover = static_cast<uint32_t>(m);
+    if (leftover < rng_excl) {
+      const uint32_t threshold = (UINT32_MAX - (rng_excl - 1)) % rng_excl;
+      while (leftover < threshold) {
+        m = static_cast<uint64_t>(next_u32()) * rng_excl;
+        leftover = static_cast<uint32_t>(m);
+      }
+    }
+    return static_cast<int64_t>(m >> 32);
+  }
   // Generator.random(): 53-bit double in [0, 1).
   double next_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
   // Generator.uniform(low, high), one draw.
@@ -141,6 +169,8 @@ class Pcg64 {
 
   unsigned __int128 state_;
   unsigned __int128 inc_;
+  bool has_u32_ = false;  // numpy's has_uint32 and uinteger (next_u32)
+  uint32_t u32_ = 0;
 };
 
 // The generator env `env_index` of a pool seeded with `seed` uses:

@@ -57,6 +57,16 @@ inline size_t info_row_bytes(const std::vector<InfoField>& fields, bool masks = 
   return (end + align - 1) / align * align;
 }
 
+// One agent of a multi-agent env (MPE): the env's flat observation and action rows are its agents'
+// concatenated in the order of Spec::agents. num_actions > 0: the agent's action is Discrete(num_actions),
+// one element holding the index; else a Box of action_size elements.
+struct AgentSpec {
+  std::string name;
+  int64_t obs_size = 0;
+  int64_t action_size = 1;
+  int64_t num_actions = 0;
+};
+
 struct Spec {
   std::vector<int64_t> obs_shape;
   std::vector<double> obs_low, obs_high;  // one value per observation element
@@ -89,6 +99,8 @@ struct Spec {
   // (H, W, 3): the uint8 RGB frame the env's render(i, out) writes (Atari's
   // screen); empty: the env has no render (Python draws it from its state).
   std::vector<int64_t> render_shape;
+  // A multi-agent env's agents, in the order of its rows (empty: a single-agent env).
+  std::vector<AgentSpec> agents;
 };
 
 // What an env's step returns; the pool adds truncation and episode stats.

@@ -1,0 +1,71 @@
+"""numpy's own float64 ``exp`` loop, handed to the compiled module so that the native MPE envs compute ``np.exp``
+as numpy does in this process: numpy picks its kernel by CPU (SVML's on AVX-512 CPUs), which differs from
+libm's ``exp`` in the last bit for about 5% of arguments.
+
+The loop is read from the ``np.exp`` ufunc object (``PyUFuncObject``'s ``functions``, ``data``, ``ntypes`` and
+``types``, whose layout numpy has kept since 1.x) and checked against ``np.exp`` before it is handed over;
+if it cannot be found or disagrees, the envs keep libm's."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from fastvec import _core
+
+
+class _UFunc(ctypes.Structure):
+    _fields_ = [
+        ("ob_refcnt", ctypes.c_ssize_t),
+        ("ob_type", ctypes.c_void_p),
+        ("nin", ctypes.c_int),
+        ("nout", ctypes.c_int),
+        ("nargs", ctypes.c_int),
+        ("identity", ctypes.c_int),
+        ("functions", ctypes.POINTER(ctypes.c_void_p)),
+        ("data", ctypes.POINTER(ctypes.c_void_p)),
+        ("ntypes", ctypes.c_int),
+        ("reserved1", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("types", ctypes.POINTER(ctypes.c_char)),
+    ]
+
+
+_Loop = ctypes.CFUNCTYPE(
+    None,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.POINTER(ctypes.c_ssize_t),
+    ctypes.POINTER(ctypes.c_ssize_t),
+    ctypes.c_void_p,
+)
+
+
+def float64_loop(ufunc: np.ufunc) -> tuple[int, int] | None:
+    """The address and data of ``ufunc``'s float64 -> float64 loop, or None if it has none."""
+    u = _UFunc.from_address(id(ufunc))
+    if u.nin != 1 or u.nout != 1 or u.name != ufunc.__name__.encode():
+        return None
+    double = np.dtype(np.float64).num
+    for k in range(u.ntypes):
+        if ord(u.types[2 * k]) == double and ord(u.types[2 * k + 1]) == double:
+            return u.functions[k], u.data[k] or 0
+    return None
+
+
+def call(loop: tuple[int, int], x: float) -> float:
+    """One float64 through ``loop``, as the compiled module calls it."""
+    inp = np.array([x], dtype=np.float64)
+    out = np.empty(1, dtype=np.float64)
+    args = (ctypes.c_void_p * 2)(inp.ctypes.data, out.ctypes.data)
+    dims = (ctypes.c_ssize_t * 1)(1)
+    steps = (ctypes.c_ssize_t * 2)(8, 8)
+    _Loop(loop[0])(args, dims, steps, loop[1])
+    return float(out[0])
+
+
+def hand_over_exp() -> None:
+    loop = float64_loop(np.exp)
+    probes = np.linspace(-3.0, 3.0, 257)
+    if loop is not None and all(call(loop, x) == np.exp(x) for x in probes):
+        _core.set_numpy_exp(*loop)

@@ -1,0 +1,95 @@
+"""The rows translator of a native multi-agent family (MPE, ``src/envs/mpe``): its single env's observation row is
+every agent's observation concatenated in ``possible_agents`` order (float32), its action row every agent's action
+(float32: a Discrete agent's index as one float), and its info carries ``agent_rewards`` (float64 ``(A,)``) and
+``terminated`` (the env's, which every agent shares). The pool's spec lists the agents (name, observation size,
+action size, Discrete n); MPE agents never die, so every agent is active in every row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from fastvec.multiagent.rows import AgentRows
+
+
+class NativeRows:
+    """Splits a native pool's flat rows into per-agent column views, and joins per-agent actions into rows."""
+
+    consumed_info_keys: tuple[str, ...] = ("agent_rewards", "terminated")
+
+    def __init__(self, agents: list[dict[str, Any]]) -> None:
+        """``agents``: the pool's ``spec()["agents"]``."""
+        self.possible_agents = [a["name"] for a in agents]
+        self.observation_spaces: dict[str, gym.Space] = {}
+        self.action_spaces: dict[str, gym.Space] = {}
+        self._obs_slices: list[slice] = []
+        self._action_slices: list[slice] = []
+        obs_at = action_at = 0
+        inf = np.float32(np.inf)
+        for a in agents:
+            name, size = a["name"], a["action_size"]
+            self.observation_spaces[name] = gym.spaces.Box(-inf, inf, (a["obs_size"],), np.float32)
+            self.action_spaces[name] = (
+                gym.spaces.Discrete(a["num_actions"])
+                if a["num_actions"]
+                else gym.spaces.Box(0.0, 1.0, (size,), np.float32)
+            )
+            self._obs_slices.append(slice(obs_at, obs_at + a["obs_size"]))
+            self._action_slices.append(slice(action_at, action_at + size))
+            obs_at += a["obs_size"]
+            action_at += size
+        self._width = action_at
+
+    def split(self, obs: Any, info: dict[str, Any]) -> AgentRows:
+        return self._rows(obs, info["agent_rewards"], info["terminated"], np.ones(len(obs), dtype=bool))
+
+    def split_final(self, final_obs: np.ndarray, final_info: dict[str, Any] | None, ended: np.ndarray) -> AgentRows:
+        assert final_info is not None
+        rows = np.flatnonzero(ended)
+        obs = np.zeros((len(ended), self._obs_slices[-1].stop), dtype=np.float32)
+        if len(rows):
+            obs[rows] = np.stack(final_obs[rows].tolist())
+        ended = np.asarray(ended, dtype=bool)
+        rewards = np.where(ended[:, None], final_info["agent_rewards"], 0.0)
+        return self._rows(obs, rewards, np.where(ended, final_info["terminated"], 0), ended)
+
+    def join(self, actions: dict[str, np.ndarray]) -> Any:
+        rows = len(next(iter(actions.values())))
+        out = np.empty((rows, self._width), dtype=np.float32)
+        for a, s in zip(self.possible_agents, self._action_slices, strict=True):
+            out[:, s] = np.reshape(actions[a], (rows, s.stop - s.start))
+        return out
+
+    def _rows(self, obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, active: np.ndarray) -> AgentRows:
+        n = len(self.possible_agents)
+        # (B, A); an info field of one value per row, as a one-agent env's, is (B,)
+        columns = np.ascontiguousarray(np.asarray(rewards, dtype=np.float64).reshape(len(obs), n).T)
+        flags = np.zeros((3, n, len(obs)), dtype=bool)  # terminations, truncations, active: one row per agent
+        flags[0] = np.asarray(terminated, dtype=bool)
+        flags[2] = active
+        return AgentRows(
+            obs={a: obs[:, s] for a, s in zip(self.possible_agents, self._obs_slices, strict=True)},
+            rewards={a: columns[k] for k, a in enumerate(self.possible_agents)},
+            terminations={a: flags[0, k] for k, a in enumerate(self.possible_agents)},
+            truncations={a: flags[1, k] for k, a in enumerate(self.possible_agents)},
+            active={a: flags[2, k] for k, a in enumerate(self.possible_agents)},
+        )
+
+
+def over_native(venv: Any, episode_stats: bool | str) -> Any:
+    """``venv`` (a native ``fastvec.VectorEnv``) itself, or a MultiAgentVectorEnv over it when its env has agents."""
+    agents = venv.backend.spec().get("agents")
+    if not agents:
+        return venv
+    from fastvec.multiagent.vector import MultiAgentVectorEnv
+
+    if episode_stats == "gymnasium":
+        venv.close()
+        raise ValueError(
+            "episode_stats='gymnasium' (RecordEpisodeStatistics' keys) is for single-agent envs; a multi-agent env "
+            "takes episode_stats=True (episode_return, episode_length and episode_agent_returns)"
+        )
+    return MultiAgentVectorEnv(venv, NativeRows(agents), episode_stats=bool(episode_stats))

@@ -1,0 +1,130 @@
+#pragma once
+// simple_tag_v3, a port of mpe2 1.1.1's mpe2/simple_tag/simple_tag.py: slower adversaries chase faster good
+// agents among obstacles; +10 to every adversary for each catch, -10 to the caught, and the good agents
+// penalized for leaving the screen (its np.exp is numpy's, numpy_exp.hpp).
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/options.hpp"
+#include "core/rng.hpp"
+#include "core/spec.hpp"
+#include "envs/mpe/numpy_exp.hpp"
+#include "envs/mpe/world.hpp"
+
+namespace fastvec::envs::mpe {
+
+class SimpleTag : public Scenario {
+ public:
+  static core::OptionTable options() {
+    using K = core::OptionSpec::Kind;
+    return options_with({{"num_good", K::kInt, 1, 1, 1024},
+                         {"num_adversaries", K::kInt, 3, 0, 1024},
+                         {"num_obstacles", K::kInt, 2, 0, 1024},
+                         {"curriculum", K::kBool, 0},
+                         {"terminate_on_success", K::kBool, 0}});
+  }
+
+  static WorldDef world(const core::Options& o) {
+    refuse(o, "simple_tag_v3", "benchmark_data", "its infos are not modelled");
+    refuse(o, "simple_tag_v3", "curriculum", "its stage is changed by calls on the Python env");
+    WorldDef w;
+    w.dim_c = 2;
+    const int adversaries = o.integer("num_adversaries"), good = o.integer("num_good");
+    for (int k = 0; k < adversaries + good; ++k) {
+      const bool adversary = k < adversaries;
+      Entity a = agent(adversary ? "adversary_" + std::to_string(k) : "agent_" + std::to_string(k - adversaries),
+                       adversary ? 0.075 : 0.05);
+      a.silent = true;
+      a.accel = adversary ? 3.0 : 4.0;
+      a.max_speed = adversary ? 1.0 : 1.3;
+      w.agents.push_back(a);
+    }
+    for (int k = 0; k < o.integer("num_obstacles"); ++k) w.landmarks.push_back(landmark(0.2, true));
+    return w;
+  }
+
+  static core::Spec spec(const core::Options& o) {
+    const int adversaries = o.integer("num_adversaries"), good = o.integer("num_good");
+    const int agents = adversaries + good, landmarks = o.integer("num_obstacles");
+    std::vector<int64_t> sizes;
+    for (int k = 0; k < agents; ++k)
+      sizes.push_back(4 + 2 * landmarks + 2 * (agents - 1) + 2 * (k < adversaries ? good : good - 1));
+    return World(0, world(o), o.flag("continuous_actions")).spec(sizes);
+  }
+
+  SimpleTag(int n, const core::Options& o)
+      : Scenario(n, world(o), o),
+        adversaries_(o.integer("num_adversaries")),
+        agents_(adversaries_ + o.integer("num_good")),
+        terminate_on_success_(o.flag("terminate_on_success")) {}
+
+  void reset(int i, core::Pcg64& rng) {
+    begin_episode(i);
+    for (int e = 0; e < world_.num_entities(); ++e) {
+      const double bound = e < agents_ ? 1.0 : 0.9;
+      double* p = world_.pos(i, e);
+      p[0] = rng.uniform(-bound, bound);
+      p[1] = rng.uniform(-bound, bound);
+    }
+  }
+
+  core::BasicStepResult<double> step(int i, const float* actions) {
+    world_.step(i, actions);
+    double catches = 0.0;  // adversary_reward: rew += 10 for each (good agent, adversary) pair in contact
+    bool all_caught = true;
+    for (int g = adversaries_; g < agents_; ++g) {
+      bool caught = false;
+      for (int a = 0; a < adversaries_; ++a)
+        if (collide(i, g, a)) {
+          catches += 10;
+          caught = true;
+        }
+      all_caught = all_caught && caught;
+    }
+    double* r = rewards(i);
+    for (int a = 0; a < adversaries_; ++a) r[a] = catches;
+    for (int g = adversaries_; g < agents_; ++g) {
+      double rew = 0.0;
+      for (int a = 0; a < adversaries_; ++a)
+        if (collide(i, a, g)) rew -= 10;
+      const double* p = world_.pos(i, g);
+      for (int d = 0; d < 2; ++d) rew -= bound(std::fabs(p[d]));
+      r[g] = rew;
+    }
+    return result(i, terminate_on_success_ && all_caught);
+  }
+
+  // [self_vel, self_pos, landmark_rel_positions, other_agent_rel_positions, good_agent_velocities]
+  void write_obs(int i, float* out) const {
+    for (int k = 0; k < agents_; ++k) {
+      const double* me = world_.pos(i, k);
+      out = put(out, world_.vel(i, k), 2);
+      out = put(out, me, 2);
+      for (int l = agents_; l < world_.num_entities(); ++l) out = rel(out, world_.pos(i, l), me);
+      for (int a = 0; a < agents_; ++a)
+        if (a != k) out = rel(out, world_.pos(i, a), me);
+      for (int a = adversaries_; a < agents_; ++a)
+        if (a != k) out = put(out, world_.vel(i, a), 2);
+    }
+  }
+
+ private:
+  bool collide(int i, int a, int b) const {
+    return dist(world_.pos(i, a), world_.pos(i, b)) < world_.entity(a).size + world_.entity(b).size;
+  }
+
+  // agent_reward's bound(x): the penalty for leaving the screen
+  static double bound(double x) {
+    if (x < 0.9) return 0;
+    if (x < 1.0) return (x - 0.9) * 10;
+    const double e = numpy_exp(2 * x - 2);
+    return 10 < e ? 10 : e;
+  }
+
+  int adversaries_, agents_;
+  bool terminate_on_success_;
+};
+
+}  // namespace fastvec::envs::mpe
