@@ -256,14 +256,20 @@ def test_configure_sets_fastvec_runner_and_policies():
         configure(PPOConfig(), "CartPole-v1", num_envs=2, num_threads=1, policies={"p"})
 
 
-@pytest.mark.parametrize("policies", ["shared", "per_agent"])
-def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, policies):
-    """Three agents of mpe2's simple_spread, episodes of 7 steps, sample calls that cut episodes mid-way: the same
-    chunks, module ids and metrics as RLlib's runner."""
+@pytest.mark.parametrize(
+    ("env", "policies"), [("pettingzoo", "shared"), ("pettingzoo", "per_agent"), ("native", "shared")]
+)
+def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policies):
+    """Three agents of simple_spread, episodes of 7 steps, sample calls that cut episodes mid-way: the same chunks,
+    module ids and metrics as RLlib's runner over mpe2's env. ``pettingzoo``: mpe2's env in fastvec's Python-env
+    pool; ``native``: the id, fastvec's C++ port in the native pool (RLlib's runner: mpe2's env)."""
     from fastvec.adapters.rllib import policy_per_agent
 
     kw = {} if policies == "shared" else {"policies": {"agent_0", "agent_1", "agent_2"}}
-    config = ppo_config(spread, 3, lookback=2, max_cycles=7, **POOL, **kw)
+    if env == "pettingzoo":
+        config = ppo_config(spread, 3, lookback=2, max_cycles=7, **POOL, **kw)
+    else:
+        config = ppo_config("simple_spread_v3", 3, lookback=2, max_cycles=7, **kw)
     if policies == "per_agent":
         assert config.policy_mapping_fn is policy_per_agent
     stock, fast = runner_pair(config)
@@ -271,6 +277,8 @@ def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, policies):
     for call, steps in enumerate((10, 25, 4, 30)):
         a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
         assert_same_chunks(a, b, ids)
+    if env == "native":
+        assert type(fast.env.pool.backend).__name__ == "VectorEnv"  # the native pool's façade, not the Python pool's
     modules = {sa.module_id for e in b for sa in e.agent_episodes.values()}
     assert modules == ({"shared"} if policies == "shared" else {"agent_0", "agent_1", "agent_2"})
     metrics = assert_same_metrics(stock, fast)
@@ -321,14 +329,14 @@ def test_runner_refuses_single_agent_pool():
 
 @pytest.mark.slow
 def test_ppo_trains_on_simple_spread():
-    """PPO on mpe2's simple_spread (by its id) through FastvecMultiAgentEnvRunner: it samples from the pool, and the
+    """PPO on simple_spread (by its id: the native MPE port) through FastvecMultiAgentEnvRunner: it samples from the pool, and the
     shared policy's learner steps on it."""
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from fastvec.adapters.rllib import FastvecMultiAgentEnvRunner, configure
 
     config = PPOConfig().framework("torch").debugging(seed=0)
-    configure(config, "simple_spread_v3", num_envs=4, num_threads=1, max_cycles=25, start_method="fork")
+    configure(config, "simple_spread_v3", num_envs=4, num_threads=1, max_cycles=25)
     config.env_runners(num_env_runners=0, rollout_fragment_length=50)
     config.training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=2)
     algo = config.build_algo()
