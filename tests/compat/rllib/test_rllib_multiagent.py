@@ -329,8 +329,8 @@ def test_runner_refuses_single_agent_pool():
 
 @pytest.mark.slow
 def test_ppo_trains_on_simple_spread():
-    """PPO on simple_spread (by its id: the native MPE port) through FastvecMultiAgentEnvRunner: it samples from the pool, and the
-    shared policy's learner steps on it."""
+    """PPO on simple_spread (by its id: the native MPE port) through FastvecMultiAgentEnvRunner: it samples from
+    the pool, and the shared policy's learner steps on it."""
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from fastvec.adapters.rllib import FastvecMultiAgentEnvRunner, configure
