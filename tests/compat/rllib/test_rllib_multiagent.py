@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from rllib_compare import assert_same_data, sample_both
 
 pytestmark = [
     pytest.mark.rllib,
@@ -150,31 +151,6 @@ def runner_pair():
     yield make
     for runner in made:
         runner.stop()
-
-
-def sample_both(torch, stock, fast, seed: int, **kwargs):
-    torch.manual_seed(seed)
-    a = stock.sample(**kwargs)
-    torch.manual_seed(seed)
-    b = fast.sample(**kwargs)
-    return a, b
-
-
-def assert_same_data(x, y, where: str) -> None:
-    if isinstance(x, dict):
-        assert isinstance(y, dict) and set(x) == set(y), (where, x, y)
-        for k in x:
-            assert_same_data(x[k], y[k], f"{where}.{k}")
-    elif isinstance(x, list | tuple):
-        assert type(x) is type(y) and len(x) == len(y), (where, len(x), len(y))
-        for i, (u, v) in enumerate(zip(x, y, strict=True)):
-            assert_same_data(u, v, f"{where}[{i}]")
-    elif isinstance(x, np.ndarray):
-        assert isinstance(y, np.ndarray), (where, type(y))
-        assert (x.dtype, x.shape) == (y.dtype, y.shape), (where, x.dtype, y.dtype, x.shape, y.shape)
-        np.testing.assert_array_equal(x, y, err_msg=where)
-    else:
-        assert type(x) is type(y) and x == y, (where, x, y)
 
 
 def assert_same_chunks(a, b, ids: dict[str, str]) -> None:
