@@ -295,6 +295,29 @@ def test_runner_matches_rllibs_on_turns(torch, runner_pair):
     assert_same_metrics(stock, fast)
 
 
+def test_runner_takes_an_env_class_set_by_hand():
+    """config.environment(env=SomeMultiAgentEnv) with the runner set by hand (no configure): the runner makes the
+    pool of the class itself."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from fastvec.adapters.rllib import FastvecMultiAgentEnvRunner, SharedPolicy
+
+    config = (
+        PPOConfig()
+        .environment(env=Staggered)
+        .env_runners(env_runner_cls=FastvecMultiAgentEnvRunner, num_env_runners=0, num_envs_per_env_runner=2)
+        .multi_agent(policies={"shared"}, policy_mapping_fn=SharedPolicy("shared"))
+    )
+    runner = FastvecMultiAgentEnvRunner(config=config)
+    try:
+        assert runner.env.pool.possible_agents == ["early", "late"] and runner.num_envs == 2
+        episodes = runner.sample(num_timesteps=12)
+        assert sum(e.env_t - e.env_t_started for e in episodes) >= 12
+        assert any(e.is_done for e in episodes)
+    finally:
+        runner.stop()
+
+
 def test_runner_refuses_single_agent_pool():
     import fastvec
     from fastvec.adapters._rllib_multiagent import PoolVectorMultiAgentEnv
