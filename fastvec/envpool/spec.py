@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._args import check_int, check_seed
-from fastvec.registry import EnvEntry, list_envs, lookup
+from fastvec.registry import MULTI_AGENT_FAMILIES, EnvEntry, list_envs, lookup
 
 # EnvPool's config keys every env has, in EnvPool's order, with its defaults (base_path: where EnvPool finds its
 # assets, kept as given: fastvec needs none).
@@ -140,7 +140,7 @@ def state_fields(spec: EnvPoolSpec) -> tuple[str, ...]:
 def list_all_envs() -> list[str]:
     """The ids ``make`` takes: the classic-control and Atari ids fastvec runs natively (not its MuJoCo ones, whose
     EnvPool conventions (info keys, float32 rewards, options) the front door does not speak)."""
-    return [e for e in list_envs() if lookup(e).family != "mujoco"]
+    return [e for e in list_envs() if lookup(e).family not in ("mujoco", *MULTI_AGENT_FAMILIES)]
 
 
 def lookup_entry(task_id: Any) -> EnvEntry:
@@ -158,6 +158,11 @@ def lookup_entry(task_id: Any) -> EnvEntry:
             f"fastvec.envpool does not make {task_id!r}: its MuJoCo envs follow gymnasium's conventions, not "
             f"EnvPool's (info keys, float32 rewards, options); use fastvec.make({task_id!r}, num_envs), whose envs "
             "are gymnasium's v5 envs bit for bit"
+        )
+    if entry.family in MULTI_AGENT_FAMILIES:
+        raise ValueError(
+            f"fastvec.envpool does not make {task_id!r}, a multi-agent env EnvPool does not have; use "
+            f"fastvec.make({task_id!r}, num_envs), a fastvec.MultiAgentVectorEnv"
         )
     return entry
 

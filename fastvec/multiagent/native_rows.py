@@ -84,12 +84,8 @@ def over_native(venv: Any, episode_stats: bool | str) -> Any:
     agents = venv.backend.spec().get("agents")
     if not agents:
         return venv
+    from fastvec.multiagent.routing import multiagent_episode_stats
     from fastvec.multiagent.vector import MultiAgentVectorEnv
 
-    if episode_stats == "gymnasium":
-        venv.close()
-        raise ValueError(
-            "episode_stats='gymnasium' (RecordEpisodeStatistics' keys) is for single-agent envs; a multi-agent env "
-            "takes episode_stats=True (episode_return, episode_length and episode_agent_returns)"
-        )
-    return MultiAgentVectorEnv(venv, NativeRows(agents), episode_stats=bool(episode_stats))
+    stats = multiagent_episode_stats(venv, episode_stats)
+    return MultiAgentVectorEnv(venv, NativeRows(agents), episode_stats=stats)

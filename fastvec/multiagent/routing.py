@@ -49,15 +49,21 @@ def over_pool(venv: PyVectorEnv, episode_stats: bool | str) -> Any:
     agents = venv.metadata.get(MARKER)
     if agents is None:
         return venv
+    stats = multiagent_episode_stats(venv, episode_stats)
+    obs_space, act_space = venv.single_observation_space, venv.single_action_space
+    assert isinstance(obs_space, gym.spaces.Dict) and isinstance(act_space, gym.spaces.Dict)
+    return MultiAgentVectorEnv(venv, PyPoolRows(agents, obs_space, act_space), episode_stats=stats)
+
+
+def multiagent_episode_stats(venv: Any, episode_stats: bool | str) -> bool:
+    """``episode_stats`` for a MultiAgentVectorEnv over ``venv``: a bool; "gymnasium" is refused (closing ``venv``)."""
     if episode_stats == "gymnasium":
         venv.close()
         raise ValueError(
             "episode_stats='gymnasium' (RecordEpisodeStatistics' keys) is for single-agent envs; a multi-agent env "
             "takes episode_stats=True (episode_return, episode_length and episode_agent_returns)"
         )
-    obs_space, act_space = venv.single_observation_space, venv.single_action_space
-    assert isinstance(obs_space, gym.spaces.Dict) and isinstance(act_space, gym.spaces.Dict)
-    return MultiAgentVectorEnv(venv, PyPoolRows(agents, obs_space, act_space), episode_stats=bool(episode_stats))
+    return bool(episode_stats)
 
 
 def make(env_id: Any, num_envs: int | None = None, **kwargs: Any) -> MultiAgentVectorEnv:

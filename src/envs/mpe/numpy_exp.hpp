@@ -28,4 +28,13 @@ inline double numpy_exp(double x) {
   return out;
 }
 
+// simple_tag's and simple_world_comm's bound(x): a good agent's penalty for being x out on an axis (leaving the
+// screen): 0 below 0.9, linear to 1, then min(np.exp(2 * x - 2), 10).
+inline double screen_penalty(double x) {
+  if (x < 0.9) return 0;
+  if (x < 1.0) return (x - 0.9) * 10;
+  const double e = numpy_exp(2 * x - 2);
+  return 10 < e ? 10 : e;
+}
+
 }  // namespace fastvec::envs::mpe

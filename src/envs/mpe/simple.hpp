@@ -32,11 +32,7 @@ class Simple : public Scenario {
 
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
-    for (int e = 0; e < 2; ++e) {
-      double* p = world_.pos(i, e);
-      p[0] = rng.uniform(-1.0, 1.0);
-      p[1] = rng.uniform(-1.0, 1.0);
-    }
+    place(i, 0, 2, 1.0, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

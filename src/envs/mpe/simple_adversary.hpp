@@ -44,11 +44,7 @@ class SimpleAdversary : public Scenario {
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
     goal_[i] = static_cast<int>(rng.integers(n_));
-    for (int e = 0; e < 2 * n_ + 1; ++e) {
-      double* p = world_.pos(i, e);
-      p[0] = rng.uniform(-1.0, 1.0);
-      p[1] = rng.uniform(-1.0, 1.0);
-    }
+    place(i, 0, 2 * n_ + 1, 1.0, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

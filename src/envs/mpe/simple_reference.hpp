@@ -39,11 +39,7 @@ class SimpleReference : public Scenario {
     begin_episode(i);
     goal_[2 * i] = static_cast<int>(rng.integers(3));
     goal_[2 * i + 1] = static_cast<int>(rng.integers(3));
-    for (int e = 0; e < 5; ++e) {
-      double* p = world_.pos(i, e);
-      p[0] = rng.uniform(-1.0, 1.0);
-      p[1] = rng.uniform(-1.0, 1.0);
-    }
+    place(i, 0, 5, 1.0, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

@@ -35,11 +35,7 @@ class SimpleSpeakerListener : public Scenario {
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
     goal_[i] = static_cast<int>(rng.integers(3));
-    for (int e = 0; e < 5; ++e) {
-      double* p = world_.pos(i, e);
-      p[0] = rng.uniform(-1.0, 1.0);
-      p[1] = rng.uniform(-1.0, 1.0);
-    }
+    place(i, 0, 5, 1.0, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {

@@ -62,12 +62,8 @@ class SimpleTag : public Scenario {
 
   void reset(int i, core::Pcg64& rng) {
     begin_episode(i);
-    for (int e = 0; e < world_.num_entities(); ++e) {
-      const double bound = e < agents_ ? 1.0 : 0.9;
-      double* p = world_.pos(i, e);
-      p[0] = rng.uniform(-bound, bound);
-      p[1] = rng.uniform(-bound, bound);
-    }
+    place(i, 0, agents_, 1.0, rng);
+    place(i, agents_, world_.num_entities() - agents_, 0.9, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {
@@ -77,7 +73,7 @@ class SimpleTag : public Scenario {
     for (int g = adversaries_; g < agents_; ++g) {
       bool caught = false;
       for (int a = 0; a < adversaries_; ++a)
-        if (collide(i, g, a)) {
+        if (is_collision(i, g, a)) {
           catches += 10;
           caught = true;
         }
@@ -88,9 +84,9 @@ class SimpleTag : public Scenario {
     for (int g = adversaries_; g < agents_; ++g) {
       double rew = 0.0;
       for (int a = 0; a < adversaries_; ++a)
-        if (collide(i, a, g)) rew -= 10;
+        if (is_collision(i, a, g)) rew -= 10;
       const double* p = world_.pos(i, g);
-      for (int d = 0; d < 2; ++d) rew -= bound(std::fabs(p[d]));
+      for (int d = 0; d < 2; ++d) rew -= screen_penalty(std::fabs(p[d]));
       r[g] = rew;
     }
     return result(i, terminate_on_success_ && all_caught);
@@ -111,18 +107,6 @@ class SimpleTag : public Scenario {
   }
 
  private:
-  bool collide(int i, int a, int b) const {
-    return dist(world_.pos(i, a), world_.pos(i, b)) < world_.entity(a).size + world_.entity(b).size;
-  }
-
-  // agent_reward's bound(x): the penalty for leaving the screen
-  static double bound(double x) {
-    if (x < 0.9) return 0;
-    if (x < 1.0) return (x - 0.9) * 10;
-    const double e = numpy_exp(2 * x - 2);
-    return 10 < e ? 10 : e;
-  }
-
   int adversaries_, agents_;
   bool terminate_on_success_;
 };

@@ -72,12 +72,9 @@ class SimpleWorldComm : public Scenario {
     begin_episode(i);
     // agents in [-1, 1]; every landmark in [-0.9, 0.9], then the food and the forests drawn again
     const int entities = world_.num_entities();
-    for (int e = 0; e < entities + (entities - food_); ++e) {
-      const double bound = e < agents_ ? 1.0 : 0.9;
-      double* p = world_.pos(i, e < entities ? e : food_ + (e - entities));
-      p[0] = rng.uniform(-bound, bound);
-      p[1] = rng.uniform(-bound, bound);
-    }
+    place(i, 0, agents_, 1.0, rng);
+    place(i, agents_, entities - agents_, 0.9, rng);
+    place(i, food_, entities - food_, 0.9, rng);
   }
 
   core::BasicStepResult<double> step(int i, const float* actions) {
@@ -85,7 +82,7 @@ class SimpleWorldComm : public Scenario {
     double* r = rewards(i);
     int catches = 0;  // (good agent, adversary) pairs in contact: +5 each to every adversary
     for (int g = adversaries_; g < agents_; ++g)
-      for (int a = 0; a < adversaries_; ++a) catches += collide(i, g, a);
+      for (int a = 0; a < adversaries_; ++a) catches += is_collision(i, g, a);
     for (int a = 0; a < adversaries_; ++a) {
       double nearest = 0;
       for (int g = adversaries_; g < agents_; ++g) {
@@ -99,12 +96,12 @@ class SimpleWorldComm : public Scenario {
     for (int g = adversaries_; g < agents_; ++g) {
       double rew = 0.0;
       for (int a = 0; a < adversaries_; ++a)
-        if (collide(i, a, g)) rew -= 5;
+        if (is_collision(i, a, g)) rew -= 5;
       const double* p = world_.pos(i, g);
-      for (int d = 0; d < 2; ++d) rew -= 2 * bound(std::fabs(p[d]));
+      for (int d = 0; d < 2; ++d) rew -= 2 * screen_penalty(std::fabs(p[d]));
       double nearest = 0;
       for (int f = food_; f < forests_; ++f) {
-        if (collide(i, g, f)) rew += 2;
+        if (is_collision(i, g, f)) rew += 2;
         const double d = dist(world_.pos(i, f), p);
         if (f == food_ || d < nearest) nearest = d;
       }
@@ -120,7 +117,7 @@ class SimpleWorldComm : public Scenario {
   void write_obs(int i, float* out) const {
     const int entities = world_.num_entities(), forests = entities - forests_;
     for (int a = 0; a < agents_; ++a)
-      for (int f = 0; f < forests; ++f) in_forest_[a * forests + f] = collide(i, a, forests_ + f);
+      for (int f = 0; f < forests; ++f) in_forest_[a * forests + f] = is_collision(i, a, forests_ + f);
     for (int k = 0; k < agents_; ++k) {
       const double* me = world_.pos(i, k);
       const uint8_t* mine = &in_forest_[k * forests];
@@ -168,17 +165,6 @@ class SimpleWorldComm : public Scenario {
   // The leader (agent 0) and the adversaries observe the leader's communication (and good agents' velocities
   // before in_forest).
   static bool speaks_to(int k, int adversaries) { return k == 0 || k < adversaries; }
-
-  bool collide(int i, int a, int b) const {
-    return dist(world_.pos(i, a), world_.pos(i, b)) < world_.entity(a).size + world_.entity(b).size;
-  }
-
-  static double bound(double x) {
-    if (x < 0.9) return 0;
-    if (x < 1.0) return (x - 0.9) * 10;
-    const double e = numpy_exp(2 * x - 2);
-    return 10 < e ? 10 : e;
-  }
 
   int adversaries_, agents_;
   int food_, forests_;  // entity index of the first food, of the first forest

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/options.hpp"
+#include "core/rng.hpp"
 #include "core/spec.hpp"
 
 namespace fastvec::envs::mpe {
@@ -324,6 +325,20 @@ class Scenario {
     std::fill_n(rewards(i), world_.num_agents(), 0.0);
     cycles_[i] = 0;
     terminated_[i] = 0;
+  }
+
+  // Entities first .. first + count - 1 placed at np_random.uniform(-bound, +bound, dim_p) each, in order.
+  void place(int i, int first, int count, double bound, core::Pcg64& rng) {
+    for (int e = first; e < first + count; ++e) {
+      double* p = world_.pos(i, e);
+      p[0] = rng.uniform(-bound, bound);
+      p[1] = rng.uniform(-bound, bound);
+    }
+  }
+
+  // The scenarios' is_collision(a, b): closer than the sum of their sizes.
+  bool is_collision(int i, int a, int b) const {
+    return dist(world_.pos(i, a), world_.pos(i, b)) < world_.entity(a).size + world_.entity(b).size;
   }
 
   // The step's reward: the sum of the agents' rewards, in agent order. terminated (a scenario's is_terminal)

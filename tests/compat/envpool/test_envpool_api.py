@@ -395,12 +395,20 @@ def test_mujoco_ids_are_refused_with_what_to_use():
     assert "Hopper-v5" in fastvec.list_envs() and "Hopper-v5" not in fe.list_all_envs()
 
 
+def test_multi_agent_ids_are_refused_with_what_to_use():
+    with pytest.raises(ValueError, match=r"does not make 'simple_tag_v3'.*fastvec.make\('simple_tag_v3', num_envs\)"):
+        fe.make_gymnasium("simple_tag_v3", num_envs=2)
+    assert "simple_tag_v3" in fastvec.list_envs() and "simple_tag_v3" not in fe.list_all_envs()
+
+
 def test_make_spec_and_list_all_envs():
     spec = fe.make_spec("CartPole-v1", num_envs=4, max_episode_steps=100)
     assert spec.config.num_envs == 4 and spec.config.max_episode_steps == 100
     assert spec.observation_space == envpool.make_spec("CartPole-v1").observation_space
     assert spec.reward_threshold == envpool.make_spec("CartPole-v1").reward_threshold == 475.0
-    assert fe.list_all_envs() == [e for e in fastvec.list_envs() if e not in MUJOCO_IDS]
+    multi_agent = fastvec.registry.MULTI_AGENT_FAMILIES
+    native = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family not in multi_agent]
+    assert fe.list_all_envs() == [e for e in native if e not in MUJOCO_IDS]
     classic = {"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"}
     assert classic <= set(fe.list_all_envs()) & set(envpool.list_all_envs())
 

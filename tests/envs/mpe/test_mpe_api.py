@@ -138,3 +138,26 @@ def test_same_seed_same_trajectories_for_any_threads_and_blocks(make: dict[str, 
     expected = _trajectory("simple_tag_v3", num_threads=1)
     for got, want in zip(_trajectory("simple_tag_v3", **make), expected, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_async_rows_are_the_sync_envs_rows() -> None:
+    """batch_size < num_envs: each row (infos["env_id"]) is its env's, as a sync pool steps it."""
+    sync = fastvec.make("simple_adversary_v3", 4, continuous_actions=True)
+    expected = [sync.reset(seed=2)[0]]
+    actions = {a: np.full((4, 5), 0.25, np.float32) for a in sync.possible_agents}
+    for _ in range(6):
+        expected.append(sync.step(actions)[0])
+    env = fastvec.make("simple_adversary_v3", 4, batch_size=2, continuous_actions=True)
+    env.async_reset(seed=2)
+    steps = np.zeros(4, dtype=int)
+    half = {a: x[:2] for a, x in actions.items()}
+    while steps.min() < 6:
+        obs, _, _, _, infos = env.recv()
+        for row, e in enumerate(infos["env_id"].tolist()):
+            if steps[e] >= len(expected):  # (an env ahead of the others, past the sync run)
+                continue
+            for a in env.possible_agents:
+                np.testing.assert_array_equal(obs[a][row], expected[steps[e]][a][e])
+        steps[infos["env_id"]] += 1
+        env.send(half, infos["env_id"])
+    env.close()
