@@ -304,7 +304,7 @@ def test_runner_takes_an_env_class_set_by_hand():
 
     config = (
         PPOConfig()
-        .environment(env=Staggered)
+        .environment(env=Staggered, env_config=POOL)  # (the env config reaches fastvec.make)
         .env_runners(env_runner_cls=FastvecMultiAgentEnvRunner, num_env_runners=0, num_envs_per_env_runner=2)
         .multi_agent(policies={"shared"}, policy_mapping_fn=SharedPolicy("shared"))
     )
