@@ -109,9 +109,10 @@ class MultiAgentCreator:
             env: Any = self.env
             pool_keys = (*POOL_KEYWORDS, "max_episode_steps")
             env_kwargs = {k: v for k, v in kwargs.items() if k not in pool_keys}
-            if isinstance(env, str) and kwargs.get("backend", "auto") != "native" and not _native(env):
-                # An id with no native port (yet): mpe2's env in the Python-env pool, its constructor made here with
-                # the env's keywords (fastvec.make would pass it the pool's too: num_workers, start_method).
+            backend = kwargs.get("backend", "auto")
+            if isinstance(env, str) and (backend == "python" or (backend == "auto" and not _native(env))):
+                # mpe2's env in the Python-env pool (asked for, or an id without a native port), its constructor made
+                # here with the env's keywords (fastvec.make would pass it the pool's too: num_workers, start_method).
                 from fastvec.multiagent.ids import python_constructor
 
                 env = python_constructor(env.removeprefix("fastvec/"), env_kwargs) or env

@@ -233,19 +233,23 @@ def test_configure_sets_fastvec_runner_and_policies():
 
 
 @pytest.mark.parametrize(
-    ("env", "policies"), [("pettingzoo", "shared"), ("pettingzoo", "per_agent"), ("native", "shared")]
+    ("env", "policies"),
+    [("pettingzoo", "shared"), ("pettingzoo", "per_agent"), ("native", "shared"), ("mpe2_id", "per_agent")],
 )
 def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policies):
     """Three agents of simple_spread, episodes of 7 steps, sample calls that cut episodes mid-way: the same chunks,
     module ids and metrics as RLlib's runner over mpe2's env. ``pettingzoo``: mpe2's env in fastvec's Python-env
-    pool; ``native``: the id, fastvec's C++ port in the native pool (RLlib's runner: mpe2's env)."""
+    pool; ``native``: the id, fastvec's C++ port in the native pool (RLlib's runner: mpe2's env); ``mpe2_id``: the id
+    with ``backend="python"``, mpe2's env in the Python-env pool."""
     from fastvec.adapters.rllib import policy_per_agent
 
     kw = {} if policies == "shared" else {"policies": {"agent_0", "agent_1", "agent_2"}}
     if env == "pettingzoo":
         config = ppo_config(spread, 3, lookback=2, max_cycles=7, **POOL, **kw)
-    else:
+    elif env == "native":
         config = ppo_config("simple_spread_v3", 3, lookback=2, max_cycles=7, **kw)
+    else:
+        config = ppo_config("simple_spread_v3", 3, lookback=2, max_cycles=7, backend="python", **POOL, **kw)
     if policies == "per_agent":
         assert config.policy_mapping_fn is policy_per_agent
     stock, fast = runner_pair(config)
@@ -253,8 +257,8 @@ def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policie
     for call, steps in enumerate((10, 25, 4, 30)):
         a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
         assert_same_chunks(a, b, ids)
-    if env == "native":
-        assert type(fast.env.pool.backend).__name__ == "VectorEnv"  # the native pool's façade, not the Python pool's
+    backend = type(fast.env.pool.backend).__name__
+    assert backend == ("VectorEnv" if env == "native" else "PyVectorEnv")  # the native pool's façade, or the Python's
     modules = {sa.module_id for e in b for sa in e.agent_episodes.values()}
     assert modules == ({"shared"} if policies == "shared" else {"agent_0", "agent_1", "agent_2"})
     metrics = assert_same_metrics(stock, fast)
