@@ -30,3 +30,32 @@ def assert_same_data(x, y, where: str) -> None:
         np.testing.assert_array_equal(x, y, err_msg=where)
     else:
         assert type(x) is type(y) and x == y, (where, x, y)
+
+
+# The metrics every runner pair must agree on (RLlib's names); each test adds its per-agent and per-module ones.
+COMMON_METRICS = (
+    "num_env_steps_sampled",
+    "num_env_steps_sampled_lifetime",
+    "num_agent_steps_sampled",
+    "num_agent_steps_sampled_lifetime",
+    "num_module_steps_sampled",
+    "num_module_steps_sampled_lifetime",
+    "num_episodes",
+    "num_episodes_lifetime",
+    "episode_return_mean",
+    "episode_return_min",
+    "episode_return_max",
+    "episode_len_mean",
+    "episode_len_min",
+    "episode_len_max",
+)
+
+
+def assert_same_metrics_of(stock, fast, keys) -> tuple[dict, dict]:
+    """Both runners' ``get_metrics()``: each key of ``keys`` in both or in neither, and the same there."""
+    ma, mb = stock.get_metrics(), fast.get_metrics()
+    for key in keys:
+        assert (key in ma) == (key in mb), key
+        if key in ma:
+            assert str(ma[key]) == str(mb[key]), (key, ma[key], mb[key])  # str: nested per-agent dicts
+    return ma, mb

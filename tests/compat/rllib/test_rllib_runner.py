@@ -10,7 +10,7 @@ import logging
 
 import numpy as np
 import pytest
-from rllib_compare import assert_same_data, sample_both
+from rllib_compare import COMMON_METRICS, assert_same_data, assert_same_metrics_of, sample_both
 
 import fastvec
 
@@ -20,24 +20,7 @@ pytestmark = [
 ]
 
 # The metrics both runners must agree on (RLlib's names).
-METRICS = (
-    "num_env_steps_sampled",
-    "num_env_steps_sampled_lifetime",
-    "num_agent_steps_sampled",
-    "num_agent_steps_sampled_lifetime",
-    "num_module_steps_sampled",
-    "num_module_steps_sampled_lifetime",
-    "num_episodes",
-    "num_episodes_lifetime",
-    "episode_return_mean",
-    "episode_return_min",
-    "episode_return_max",
-    "episode_len_mean",
-    "episode_len_min",
-    "episode_len_max",
-    "agent_episode_return_mean",
-    "module_episode_return_mean",
-)
+METRICS = (*COMMON_METRICS, "agent_episode_return_mean", "module_episode_return_mean")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -108,11 +91,7 @@ def assert_same_chunks(a, b, ids: dict[str, str], lookback_too: bool = True) -> 
 
 
 def assert_same_metrics(stock, fast) -> dict:
-    ma, mb = stock.get_metrics(), fast.get_metrics()
-    for key in METRICS:
-        assert (key in ma) == (key in mb), key
-        if key in ma:
-            assert str(ma[key]) == str(mb[key]), (key, ma[key], mb[key])  # str: nested per-agent dicts
+    ma, mb = assert_same_metrics_of(stock, fast, METRICS)
     return mb
 
 
