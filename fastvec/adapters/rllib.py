@@ -37,7 +37,13 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._args import check_int
-from fastvec.adapters.rllib_creator import Creator, NormalizedImages
+from fastvec.adapters.rllib_creator import (
+    POOL_KEYWORDS,
+    Creator,
+    MultiAgentCreator,
+    NormalizedImages,
+    single_multiagent_env,
+)
 from fastvec.batching import info_rows
 from fastvec.native import is_native
 from fastvec.registry import lookup
@@ -47,9 +53,11 @@ try:
     import ray
     from ray.rllib.env.base_env import BaseEnv
     from ray.rllib.env.env_runner import EnvRunner
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
     from ray.rllib.env.vector_env import VectorEnv, VectorEnvWrapper
     from ray.tune.registry import register_env
 
+    from fastvec.adapters._rllib_multiagent import FastvecMultiAgentEnvRunner
     from fastvec.adapters._rllib_runner import FastvecEnvRunner
 except ImportError as e:  # pragma: no cover - exercised only without Ray
     raise ImportError('fastvec.rllib_env needs RLlib: pip install "ray[rllib]"') from e
@@ -57,7 +65,18 @@ except ImportError as e:  # pragma: no cover - exercised only without Ray
 if TYPE_CHECKING:
     import fastvec.vector
 
-__all__ = ["FastvecEnvRunner", "NormalizedImages", "OldStackVectorEnv", "configure", "configure_old_stack", "rllib_env"]
+__all__ = [
+    "FastvecEnvRunner",
+    "FastvecMultiAgentEnvRunner",
+    "NormalizedImages",
+    "OldStackVectorEnv",
+    "SharedPolicy",
+    "configure",
+    "configure_multi_agent",
+    "configure_old_stack",
+    "policy_per_agent",
+    "rllib_env",
+]
 
 _RESERVED = ("num_envs", "autoreset_mode", "batch_size")
 
@@ -141,14 +160,22 @@ def _registry_name(prefix: str, label: str, env_id: Any, *options: Any) -> str:
 
 def configure(
     config: Any,
-    env_id: str,
+    env_id: str | Callable[[], Any],
     num_envs: int,
     num_threads: int | None = None,
     *,
     env_runner_cls: type | None = FastvecEnvRunner,
+    policies: Any = None,
+    policy_mapping_fn: Callable[..., Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Sets ``config`` up to run ``num_envs`` copies of ``env_id`` in a fastvec pool per EnvRunner.
+
+    A multi-agent ``env_id`` (an RLlib ``MultiAgentEnv`` class or constructor, a callable returning a PettingZoo
+    ParallelEnv or AEC env, a multi-agent id such as ``"simple_spread_v3"``) is set up by
+    :func:`configure_multi_agent` (``env_runner_cls`` FastvecEnvRunner then means FastvecMultiAgentEnvRunner);
+    ``policies`` and ``policy_mapping_fn`` apply only to those. To tell, a callable ``env_id`` is called once here,
+    in the driver (and its env closed).
 
     Calls ``environment(env=...)`` and ``env_runners(num_envs_per_env_runner=num_envs,
     gym_env_vectorize_mode="vector_entry_point", num_cpus_per_env_runner=...,
@@ -164,8 +191,17 @@ def configure(
 
     >>> config = configure(PPOConfig(), "CartPole-v1", num_envs=64, num_threads=2)
     """
-    if env_runner_cls is not None and not (isinstance(env_runner_cls, type) and issubclass(env_runner_cls, EnvRunner)):
-        raise TypeError(f"env_runner_cls must be an EnvRunner subclass or None, got {env_runner_cls!r}")
+    _check_runner_cls(env_runner_cls)
+    probe = _multiagent_probe(env_id, kwargs)
+    if probe is not None:
+        runner = FastvecMultiAgentEnvRunner if env_runner_cls is FastvecEnvRunner else env_runner_cls
+        return _configure_multi_agent(
+            config, env_id, probe, num_envs, num_threads, runner, policies, policy_mapping_fn, kwargs
+        )
+    if policies is not None or policy_mapping_fn is not None:
+        raise ValueError(f"policies and policy_mapping_fn are for a multi-agent env; {env_id!r} is single-agent")
+    if not isinstance(env_id, str) and not callable(env_id):
+        _label(env_id, "configure")  # its TypeError
     kwargs = dict(kwargs)
     normalize_images = kwargs.pop("normalize_images", None)
     cpus = _runner_threads(config, num_threads)
@@ -183,6 +219,146 @@ def configure(
     )
     if env_runner_cls is not None:
         config.env_runners(env_runner_cls=env_runner_cls)
+    return config
+
+
+def _check_runner_cls(env_runner_cls: Any) -> None:
+    if env_runner_cls is not None and not (isinstance(env_runner_cls, type) and issubclass(env_runner_cls, EnvRunner)):
+        raise TypeError(f"env_runner_cls must be an EnvRunner subclass or None, got {env_runner_cls!r}")
+
+
+def configure_multi_agent(
+    config: Any,
+    env_id: str | Callable[[], Any],
+    num_envs: int,
+    num_threads: int | None = None,
+    *,
+    env_runner_cls: type | None = FastvecMultiAgentEnvRunner,
+    policies: Any = None,
+    policy_mapping_fn: Callable[..., Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Sets ``config`` up to run ``num_envs`` copies of the multi-agent ``env_id`` per EnvRunner, in a fastvec pool
+    stepped by :class:`FastvecMultiAgentEnvRunner` (RLlib's ``MultiAgentEnvRunner`` over the pool).
+
+    ``env_id``: an RLlib ``MultiAgentEnv`` class or constructor, a callable returning a PettingZoo ParallelEnv or AEC
+    env (``kwargs`` other than fastvec.make's pool keywords are passed to it), or a multi-agent id
+    (``"simple_spread_v3"``). One env is made here, in the driver, to read its agents and spaces. Sets
+    ``environment(env=...)``, ``env_runners(env_runner_cls=..., num_envs_per_env_runner=num_envs,
+    gym_env_vectorize_mode="sync", num_cpus_per_env_runner=...)`` ("sync" is the only mode RLlib's multi-agent
+    runner takes; fastvec's runner makes its pool whatever the mode) and, unless ``config`` is multi-agent already,
+    ``multi_agent(policies=..., policy_mapping_fn=...)``: the ones given, else one policy ``"shared"`` for every agent
+    when all agents have the same spaces, one per agent (named by its id) when not.
+
+    ``env_runner_cls=None`` keeps RLlib's own ``MultiAgentEnvRunner``, stepping RLlib's ``SyncVectorMultiAgentEnv``
+    over the same env (a PettingZoo env in RLlib's ``ParallelPettingZooEnv``): no fastvec pool then. Returns
+    ``config``.
+
+    >>> config = configure_multi_agent(PPOConfig(), lambda: mpe2.simple_spread_v3.parallel_env(), num_envs=64)
+    """
+    _check_runner_cls(env_runner_cls)
+    probe = _multiagent_probe(env_id, kwargs)
+    if probe is None:
+        raise TypeError(
+            f"configure_multi_agent: {env_id!r} is not a multi-agent env (an RLlib MultiAgentEnv, a PettingZoo "
+            "ParallelEnv or AEC env, or a multi-agent id)"
+        )
+    return _configure_multi_agent(
+        config, env_id, probe, num_envs, num_threads, env_runner_cls, policies, policy_mapping_fn, kwargs
+    )
+
+
+def _multiagent_probe(env_id: Any, kwargs: dict[str, Any]) -> Any:
+    """One RLlib ``MultiAgentEnv`` of ``env_id`` as RLlib's runner would make it (closed), or None if ``env_id``
+    makes single-agent envs. A callable is called once to find out."""
+    from fastvec.multiagent.as_one_env import multiagent_kind
+    from fastvec.multiagent.ids import multiagent_ids
+
+    env_kwargs = {k: v for k, v in kwargs.items() if k not in (*POOL_KEYWORDS, "max_episode_steps")}
+    if isinstance(env_id, str):
+        if env_id.removeprefix("fastvec/") not in multiagent_ids():
+            return None
+        made = single_multiagent_env(env_id, env_kwargs)
+    elif isinstance(env_id, type) and not issubclass(env_id, MultiAgentEnv) and issubclass(env_id, gym.Env):
+        return None
+    elif callable(env_id):
+        one = env_id(**env_kwargs)
+        if multiagent_kind(one) is None:
+            if hasattr(one, "close"):
+                one.close()
+            return None
+        made = single_multiagent_env(lambda: one, {})
+    else:
+        return None
+    made.close()
+    return made
+
+
+class SharedPolicy:
+    """A ``policy_mapping_fn``: every agent to one policy (picklable)."""
+
+    def __init__(self, policy_id: str) -> None:
+        self.policy_id = policy_id
+
+    def __call__(self, agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+        return self.policy_id
+
+    def __repr__(self) -> str:
+        return f"SharedPolicy({self.policy_id!r})"
+
+
+def policy_per_agent(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+    """A ``policy_mapping_fn``: each agent to the policy named by its id."""
+    return str(agent_id)
+
+
+def _configure_multi_agent(
+    config: Any,
+    env_id: Any,
+    probe: Any,
+    num_envs: int,
+    num_threads: int | None,
+    env_runner_cls: type | None,
+    policies: Any,
+    policy_mapping_fn: Callable[..., Any] | None,
+    kwargs: dict[str, Any],
+) -> Any:
+    kwargs = dict(kwargs)
+    for key in _RESERVED:
+        if key in kwargs:
+            raise ValueError(
+                f"configure: {key!r} is RLlib's to choose (num_envs_per_env_runner; next-step autoreset; "
+                "every env stepped each call)"
+            )
+    if "normalize_images" in kwargs:
+        raise ValueError("normalize_images is for single-agent image envs")
+    check_int("num_envs", num_envs, 1)
+    label = _label(env_id, "configure")
+    fastvec_runner = env_runner_cls is not None
+    if fastvec_runner:
+        cpus = _runner_threads(config, num_threads)
+        kwargs["num_threads"] = cpus
+        _check_python_pool(num_envs, cpus)
+        _check_fits_a_node(cpus)
+    elif num_threads is not None:
+        raise ValueError("num_threads is the fastvec pool's: RLlib's own runner (env_runner_cls=None) has no pool")
+    name = _registry_name("fastvec-ma", label, env_id, *([sorted(kwargs.items())] if kwargs else []))
+    register_env(name, MultiAgentCreator(label if isinstance(env_id, str) else env_id, kwargs))
+    config.environment(env=name)
+    config.env_runners(num_envs_per_env_runner=num_envs, gym_env_vectorize_mode="sync")
+    if fastvec_runner:
+        config.env_runners(env_runner_cls=env_runner_cls, num_cpus_per_env_runner=kwargs["num_threads"])
+    if policies is not None:
+        config.multi_agent(policies=policies, policy_mapping_fn=policy_mapping_fn or policy_per_agent)
+    elif policy_mapping_fn is not None:
+        raise ValueError("policy_mapping_fn needs policies: the ids it maps agents to")
+    elif not config.is_multi_agent:
+        agents = list(probe.possible_agents)
+        spaces = [(probe.get_observation_space(a), probe.get_action_space(a)) for a in agents]
+        if all(s == spaces[0] for s in spaces):
+            config.multi_agent(policies={"shared"}, policy_mapping_fn=SharedPolicy("shared"))
+        else:
+            config.multi_agent(policies=set(agents), policy_mapping_fn=policy_per_agent)
     return config
 
 

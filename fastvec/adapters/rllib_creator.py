@@ -7,6 +7,7 @@ Imports ``ray`` (for the resources of the actor it runs in), gymnasium and fastv
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,9 +16,17 @@ import numpy as np
 import ray
 from gymnasium.vector.utils import batch_space
 
+from fastvec.native import is_native
 from fastvec.vector import make
 
-__all__ = ["Creator", "NormalizedImages", "assigned_cpus"]
+__all__ = [
+    "POOL_KEYWORDS",
+    "Creator",
+    "MultiAgentCreator",
+    "NormalizedImages",
+    "assigned_cpus",
+    "single_multiagent_env",
+]
 
 
 class Creator:
@@ -76,3 +85,98 @@ class NormalizedImages(gym.vector.VectorObservationWrapper):
         out *= 1 / 128  # a power of two: the same as dividing
         out -= 1.0
         return out
+
+
+class MultiAgentCreator:
+    """The creator of a multi-agent env RLlib calls (picklable, for remote runners). With ``num_envs`` in the
+    env config (``FastvecMultiAgentEnvRunner`` passes it) it makes a :class:`fastvec.MultiAgentVectorEnv` of that
+    many envs; without (RLlib's own ``MultiAgentEnvRunner``, which vectorizes itself) one RLlib ``MultiAgentEnv``:
+    a PettingZoo ParallelEnv or AEC env wrapped in RLlib's ``ParallelPettingZooEnv`` (imported only then)."""
+
+    def __init__(self, env: str | Callable[[], Any], kwargs: dict[str, Any]) -> None:
+        self.env = env
+        self.kwargs = kwargs
+
+    def __call__(self, env_config: dict[str, Any]) -> Any:
+        config = dict(env_config or {})
+        num_envs = config.pop("num_envs", None)
+        kwargs = {**self.kwargs, **config}
+        if num_envs is not None:
+            from fastvec.multiagent.routing import make as make_multiagent
+
+            if "num_threads" not in kwargs and (cpus := assigned_cpus()) is not None:
+                kwargs["num_threads"] = cpus
+            env: Any = self.env
+            pool_keys = (*POOL_KEYWORDS, "max_episode_steps")
+            env_kwargs = {k: v for k, v in kwargs.items() if k not in pool_keys}
+            backend = kwargs.get("backend", "auto")
+            if isinstance(env, str) and (backend == "python" or (backend == "auto" and not _native(env))):
+                # mpe2's env in the Python-env pool (asked for, or an id without a native port), its constructor made
+                # here with the env's keywords (fastvec.make would pass it the pool's too: num_workers, start_method).
+                from fastvec.multiagent.ids import python_constructor
+
+                env = python_constructor(env.removeprefix("fastvec/"), env_kwargs) or env
+                kwargs = {k: v for k, v in kwargs.items() if k in pool_keys and k != "backend"}
+            elif callable(env):  # fastvec.make calls a constructor without arguments: the env's are bound here
+                kwargs = {k: v for k, v in kwargs.items() if k in pool_keys}
+                env = functools.partial(env, **env_kwargs) if env_kwargs else env
+            return make_multiagent(env, num_envs, **kwargs)
+        return single_multiagent_env(self.env, kwargs)
+
+
+def _native(env_id: str) -> bool:
+    """Whether ``env_id`` has a native port (a multi-agent id without one is no gymnasium id either)."""
+    try:
+        return is_native(env_id.removeprefix("fastvec/"))
+    except ValueError:
+        return False
+
+
+# fastvec.make's keywords that are the pool's, not the env's (left out when RLlib makes one env itself).
+POOL_KEYWORDS = (
+    "num_threads",
+    "num_workers",
+    "seed",
+    "batch_size",
+    "block_size",
+    "autoreset_mode",
+    "episode_stats",
+    "backend",
+    "normalize_images",
+    "start_method",
+    "observation_mode",
+)
+
+
+def single_multiagent_env(env: str | Callable[[], Any], kwargs: dict[str, Any]) -> Any:
+    """One multi-agent env of ``env`` as RLlib's ``MultiAgentEnvRunner`` steps it: an RLlib ``MultiAgentEnv`` as it
+    is, a PettingZoo env (a multi-agent id: mpe2's) in RLlib's ``ParallelPettingZooEnv``. ``max_episode_steps``
+    (the pool's time limit) has no equivalent there and is refused."""
+    from fastvec.multiagent.as_one_env import PARALLEL, RLLIB, multiagent_kind
+    from fastvec.multiagent.ids import python_constructor
+
+    env_kwargs = {k: v for k, v in kwargs.items() if k not in POOL_KEYWORDS}
+    if env_kwargs.pop("max_episode_steps", None) is not None:
+        raise ValueError(
+            "max_episode_steps is the fastvec pool's time limit: RLlib's own MultiAgentEnvRunner does not apply it "
+            "(use the env's own limit, e.g. max_cycles for MPE)"
+        )
+    if isinstance(env, str):
+        constructor = python_constructor(env.removeprefix("fastvec/"), env_kwargs)
+        if constructor is None:
+            raise ValueError(f"env {env!r} is no multi-agent id")
+        made = constructor()
+    else:
+        made = env(**env_kwargs)
+    kind = multiagent_kind(made)
+    if kind == RLLIB:
+        return made
+    if kind == "aec":
+        from pettingzoo.utils.conversions import aec_to_parallel
+
+        made, kind = aec_to_parallel(made), PARALLEL
+    if kind == PARALLEL:
+        from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+        return ParallelPettingZooEnv(made)
+    raise TypeError(f"env {env!r} made a {type(made).__name__}, not a multi-agent env")

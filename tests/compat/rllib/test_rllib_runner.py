@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 import pytest
+from rllib_compare import COMMON_METRICS, assert_same_data, assert_same_metrics_of, sample_both
 
 import fastvec
 
@@ -19,24 +20,7 @@ pytestmark = [
 ]
 
 # The metrics both runners must agree on (RLlib's names).
-METRICS = (
-    "num_env_steps_sampled",
-    "num_env_steps_sampled_lifetime",
-    "num_agent_steps_sampled",
-    "num_agent_steps_sampled_lifetime",
-    "num_module_steps_sampled",
-    "num_module_steps_sampled_lifetime",
-    "num_episodes",
-    "num_episodes_lifetime",
-    "episode_return_mean",
-    "episode_return_min",
-    "episode_return_max",
-    "episode_len_mean",
-    "episode_len_min",
-    "episode_len_max",
-    "agent_episode_return_mean",
-    "module_episode_return_mean",
-)
+METRICS = (*COMMON_METRICS, "agent_episode_return_mean", "module_episode_return_mean")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,31 +67,6 @@ def runner_pair():
         runner.stop()
 
 
-def sample_both(torch, stock, fast, seed: int, **kwargs):
-    torch.manual_seed(seed)
-    a = stock.sample(**kwargs)
-    torch.manual_seed(seed)
-    b = fast.sample(**kwargs)
-    return a, b
-
-
-def assert_same_data(x, y, where: str) -> None:
-    if isinstance(x, dict):
-        assert isinstance(y, dict) and set(x) == set(y), (where, x, y)
-        for k in x:
-            assert_same_data(x[k], y[k], f"{where}.{k}")
-    elif isinstance(x, list | tuple):
-        assert type(x) is type(y) and len(x) == len(y), (where, len(x), len(y))
-        for i, (u, v) in enumerate(zip(x, y, strict=True)):
-            assert_same_data(u, v, f"{where}[{i}]")
-    elif isinstance(x, np.ndarray):
-        assert isinstance(y, np.ndarray), (where, type(y))
-        assert (x.dtype, x.shape) == (y.dtype, y.shape), (where, x.dtype, y.dtype, x.shape, y.shape)
-        np.testing.assert_array_equal(x, y, err_msg=where)
-    else:
-        assert type(x) is type(y) and x == y, (where, x, y)
-
-
 def assert_same_chunks(a, b, ids: dict[str, str], lookback_too: bool = True) -> None:
     """Chunk by chunk: the same data and flags, and an id of RLlib's always maps to the same id of ours."""
     assert len(a) == len(b), (len(a), len(b))
@@ -132,11 +91,7 @@ def assert_same_chunks(a, b, ids: dict[str, str], lookback_too: bool = True) -> 
 
 
 def assert_same_metrics(stock, fast) -> dict:
-    ma, mb = stock.get_metrics(), fast.get_metrics()
-    for key in METRICS:
-        assert (key in ma) == (key in mb), key
-        if key in ma:
-            assert str(ma[key]) == str(mb[key]), (key, ma[key], mb[key])  # str: nested per-agent dicts
+    ma, mb = assert_same_metrics_of(stock, fast, METRICS)
     return mb
 
 
