@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 import pytest
-from ma_envs import Dwindle
+from sb3_ma_envs import Dwindle
 from mpe2 import simple_spread_v3
 
 import fastvec
