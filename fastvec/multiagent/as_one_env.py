@@ -237,22 +237,24 @@ class AsOneEnv(gym.Env):
         self, obs: Mapping[str, Any], rewards: Mapping[str, Any], terms: Mapping[str, Any], truncs: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
         """The observation of the one env, and the agents with an observation in the env's order."""
-        n = len(self.possible_agents)
+        index = self._index
+        n = len(index)
         per_agent = dict(self._zeros)
-        active_flags = np.zeros(n, np.int8)
+        flags = np.zeros((3, n), np.int8)  # terminations, truncations, active: views of one array
+        active_flags = flags[2]
         for a, value in obs.items():
-            active_flags[self._agent(a, "observations")] = 1
+            i = index.get(a)
+            active_flags[self._agent(a, "observations") if i is None else i] = 1
             per_agent[a] = value
         reward = np.zeros(n)
         for a, r in rewards.items():
-            reward[self._agent(a, "rewards")] = r
-        flags = []
-        for values, where in ((terms, "terminations"), (truncs, "truncations")):
-            f = np.zeros(n, np.int8)
+            i = index.get(a)
+            reward[self._agent(a, "rewards") if i is None else i] = r
+        for f, values, where in ((flags[0], terms, "terminations"), (flags[1], truncs, "truncations")):
             for a, v in values.items():
                 if a != "__all__" and v:
-                    f[self._agent(a, where)] = 1
-            flags.append(f)
+                    i = index.get(a)
+                    f[self._agent(a, where) if i is None else i] = 1
         out = {
             "obs": per_agent,
             "rewards": reward,
