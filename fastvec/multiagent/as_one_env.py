@@ -159,6 +159,7 @@ class AsOneEnv(gym.Env):
         self._returns = np.zeros(len(self.possible_agents))
         self._check_spaces(obs)
         out, active = self._pack(obs, {}, {}, {})
+        out["returns"] = self._returns.copy()
         self._acting = active
         return out, self._infos(infos)
 
@@ -196,7 +197,7 @@ class AsOneEnv(gym.Env):
         self._returns += out["rewards"]
         out["returns"] = self._returns.copy()
         terminated = over and bool(terms.any())
-        return out, float(out["rewards"].sum()), terminated, over and not terminated, self._infos(infos)
+        return out, float(np.add.reduce(out["rewards"])), terminated, over and not terminated, self._infos(infos)
 
     def render(self) -> Any:
         return self.env.render()
@@ -236,7 +237,8 @@ class AsOneEnv(gym.Env):
     def _pack(
         self, obs: Mapping[str, Any], rewards: Mapping[str, Any], terms: Mapping[str, Any], truncs: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
-        """The observation of the one env, and the agents with an observation in the env's order."""
+        """The observation of the one env, and the agents with an observation in the env's order (its ``returns``:
+        the returns so far, not copied: the caller puts a copy there)."""
         index = self._index
         n = len(index)
         per_agent = dict(self._zeros)
@@ -258,7 +260,7 @@ class AsOneEnv(gym.Env):
         out = {
             "obs": per_agent,
             "rewards": reward,
-            "returns": self._returns.copy(),
+            "returns": self._returns,  # (the caller copies it)
             "terminations": flags[0],
             "truncations": flags[1],
             "active": active_flags,
