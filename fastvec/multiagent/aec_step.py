@@ -9,17 +9,24 @@ scenario's (measured in one process, 2 busy cores, 2026-12-03).
 :func:`parallel_stepper` gives a step function that does what PettingZoo's does, statement for statement, reading
 the raw env's attributes directly and doing the two standard wrappers' checks inline, but only for the chain it
 knows exactly: an ``aec_to_parallel_wrapper`` over ``OrderEnforcingWrapper`` and ``AssertOutOfBoundsWrapper`` (the
-chain ``parallel_wrapper_fn`` builds, any of them absent) over an env that is not a wrapper. For any other env
-it gives None, and before the first reset (when the wrappers would raise) it calls PettingZoo's own step.
+chain ``parallel_wrapper_fn`` builds, any of them absent) over an env that is not a wrapper, and only while the
+installed PettingZoo's code of those classes is the code copied (a hash of its source). For any other env it gives
+None, and before the first reset (when the wrappers would raise) it calls PettingZoo's own step.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 _WRAPPER_STATE = {"env", "_has_reset", "_has_updated"}
+# The SHA-256 of the PettingZoo code that the step below copies (see _mirrored), as of PettingZoo 1.27.0: where
+# the installed PettingZoo's differs, its own step is used.
+_MIRRORED_SHA256 = "083025fa97cd57b9927085d6bc49c4027ff9bbf41692d136d1ed1481fc6c53f8"
 
 ParallelStep = Callable[[dict[str, Any]], tuple[dict[str, Any], ...]]
 
@@ -32,7 +39,7 @@ def parallel_stepper(env: Any) -> ParallelStep | None:
         from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper
     except ImportError:
         return None
-    if type(env) is not aec_to_parallel_wrapper or "step" in vars(env):
+    if type(env) is not aec_to_parallel_wrapper or "step" in vars(env) or _mirrored() != _MIRRORED_SHA256:
         return None
     order = checks = None
     layer = env.aec_env
@@ -105,3 +112,29 @@ def _last(base: Any) -> None:
     base.terminations[agent]
     base.truncations[agent]
     base.infos[agent]
+
+
+@functools.cache
+def _mirrored() -> str | None:
+    """The SHA-256 of the source of the PettingZoo functions whose effects the step copies (None if unreadable)."""
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+    from pettingzoo.utils.env import AECEnv
+    from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper
+
+    functions = [
+        aec_to_parallel_wrapper.step,
+        AECEnv.last,
+        BaseWrapper.__getattr__,
+        BaseWrapper.observe,
+        BaseWrapper.step,
+        BaseWrapper.action_space,
+        OrderEnforcingWrapper.__getattr__,
+        OrderEnforcingWrapper.observe,
+        OrderEnforcingWrapper.step,
+        AssertOutOfBoundsWrapper.step,
+    ]
+    try:
+        source = "".join(inspect.getsource(f) for f in functions)
+    except (OSError, TypeError):
+        return None
+    return hashlib.sha256(source.encode()).hexdigest()

@@ -99,3 +99,11 @@ def test_other_envs_get_no_stepper():
     patched = rps_v2.parallel_env()
     patched.step = lambda actions: None
     assert parallel_stepper(patched) is None
+
+
+def test_a_pettingzoo_whose_code_differs_gets_no_stepper(monkeypatch):
+    from fastvec.multiagent import aec_step
+
+    assert aec_step._mirrored() == aec_step._MIRRORED_SHA256  # the installed PettingZoo is the one copied
+    monkeypatch.setattr(aec_step, "_MIRRORED_SHA256", "0" * 64)
+    assert parallel_stepper(rps_v2.parallel_env()) is None
