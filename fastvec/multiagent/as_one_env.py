@@ -36,6 +36,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from fastvec.multiagent.aec_step import parallel_stepper
+
 MARKER = "fastvec.multiagent"  #: metadata key of an AsOneEnv: its possible_agents (the parent's sign of one)
 
 PARALLEL, RLLIB = "parallel", "rllib"
@@ -102,6 +104,8 @@ class AsOneEnv(gym.Env):
     def __init__(self, env: Any, kind: str) -> None:
         self.env = env
         self._rllib = kind == RLLIB
+        # PettingZoo's AEC-to-parallel step, done at a fraction of its cost where its wrapper chain is the standard
+        self._env_step = (None if self._rllib else parallel_stepper(env)) or env.step
         self._name = type(getattr(env, "unwrapped", env)).__name__
         agents = list(getattr(env, "possible_agents", None) or [])
         if not agents:
@@ -155,6 +159,7 @@ class AsOneEnv(gym.Env):
         self._returns = np.zeros(len(self.possible_agents))
         self._check_spaces(obs)
         out, active = self._pack(obs, {}, {}, {})
+        out["returns"] = self._returns.copy()
         self._acting = active
         return out, self._infos(infos)
 
@@ -175,7 +180,7 @@ class AsOneEnv(gym.Env):
                         )
             acting = live
         actions = {a: action[a] for a in acting}
-        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        obs, rewards, terminations, truncations, infos = self._env_step(actions)
         if self._rllib:
             over = bool(terminations.get("__all__") or truncations.get("__all__"))
         else:
@@ -192,7 +197,7 @@ class AsOneEnv(gym.Env):
         self._returns += out["rewards"]
         out["returns"] = self._returns.copy()
         terminated = over and bool(terms.any())
-        return out, float(out["rewards"].sum()), terminated, over and not terminated, self._infos(infos)
+        return out, float(np.add.reduce(out["rewards"])), terminated, over and not terminated, self._infos(infos)
 
     def render(self) -> Any:
         return self.env.render()
@@ -232,27 +237,30 @@ class AsOneEnv(gym.Env):
     def _pack(
         self, obs: Mapping[str, Any], rewards: Mapping[str, Any], terms: Mapping[str, Any], truncs: Mapping[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
-        """The observation of the one env, and the agents with an observation in the env's order."""
-        n = len(self.possible_agents)
+        """The observation of the one env, and the agents with an observation in the env's order (its ``returns``:
+        the returns so far, not copied: the caller puts a copy there)."""
+        index = self._index
+        n = len(index)
         per_agent = dict(self._zeros)
-        active_flags = np.zeros(n, np.int8)
+        flags = np.zeros((3, n), np.int8)  # terminations, truncations, active: views of one array
+        active_flags = flags[2]
         for a, value in obs.items():
-            active_flags[self._agent(a, "observations")] = 1
+            i = index.get(a)
+            active_flags[self._agent(a, "observations") if i is None else i] = 1
             per_agent[a] = value
         reward = np.zeros(n)
         for a, r in rewards.items():
-            reward[self._agent(a, "rewards")] = r
-        flags = []
-        for values, where in ((terms, "terminations"), (truncs, "truncations")):
-            f = np.zeros(n, np.int8)
+            i = index.get(a)
+            reward[self._agent(a, "rewards") if i is None else i] = r
+        for f, values, where in ((flags[0], terms, "terminations"), (flags[1], truncs, "truncations")):
             for a, v in values.items():
                 if a != "__all__" and v:
-                    f[self._agent(a, where)] = 1
-            flags.append(f)
+                    i = index.get(a)
+                    f[self._agent(a, where) if i is None else i] = 1
         out = {
             "obs": per_agent,
             "rewards": reward,
-            "returns": self._returns.copy(),
+            "returns": self._returns,  # (the caller copies it)
             "terminations": flags[0],
             "truncations": flags[1],
             "active": active_flags,

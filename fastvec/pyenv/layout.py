@@ -13,7 +13,7 @@ import math
 import os
 import select
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +162,57 @@ def unflatten(space: gym.Space, values: list[Any], start: int = 0) -> tuple[Any,
             items.append(item)
         return tuple(items), start
     return values[start], start + 1
+
+
+def _is_leaf(space: gym.Space) -> bool:
+    return not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+
+
+def flattener(space: gym.Space) -> Callable[[Any, list[Any]], None]:
+    """:func:`flatten` for one space, compiled once: ``f(value, out)`` appends what ``flatten(space, value, out)``
+    appends and raises what it raises, without walking the space again (a worker flattens every observation)."""
+    if isinstance(space, gym.spaces.Dict):
+        subs = [(key, None if _is_leaf(sub) else flattener(sub)) for key, sub in space.spaces.items()]
+
+        def flat_dict(value: Any, out: list[Any]) -> None:
+            if type(value) is not dict and not isinstance(value, Mapping):
+                raise TypeError(f"expected a dict for {space}, got {type(value).__name__}")
+            for key, sub in subs:
+                if sub is None:
+                    out.append(value[key])
+                else:
+                    sub(value[key], out)
+
+        return flat_dict
+    if isinstance(space, gym.spaces.Tuple):
+        items = [None if _is_leaf(sub) else flattener(sub) for sub in space.spaces]
+
+        def flat_tuple(value: Any, out: list[Any]) -> None:
+            if not isinstance(value, (tuple, list)):
+                raise TypeError(f"expected a tuple for {space}, got {type(value).__name__}")
+            for sub, v in zip(items, value, strict=True):
+                if sub is None:
+                    out.append(v)
+                else:
+                    sub(v, out)
+
+        return flat_tuple
+    return lambda value, out: out.append(value)
+
+
+def unflattener(space: gym.Space) -> Callable[[Iterator[Any]], Any]:
+    """:func:`unflatten` for one space, compiled once: ``f(iter(values))`` is ``unflatten(space, values)[0]``."""
+    if isinstance(space, gym.spaces.Dict):
+        keys = list(space.spaces)
+        if all(_is_leaf(sub) for sub in space.spaces.values()):
+            # zip asks keys first, so it takes no more values than there are keys
+            return lambda it: dict(zip(keys, it, strict=False))
+        subs = [(key, unflattener(sub)) for key, sub in space.spaces.items()]
+        return lambda it: {key: sub(it) for key, sub in subs}
+    if isinstance(space, gym.spaces.Tuple):
+        items = [unflattener(sub) for sub in space.spaces]
+        return lambda it: tuple([sub(it) for sub in items])
+    return next
 
 
 @dataclass(frozen=True)

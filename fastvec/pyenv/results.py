@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from fastvec._core import EnvError
-from fastvec.pyenv.layout import Buffers, unflatten
+from fastvec.pyenv.layout import Buffers, unflattener
 
 
 class Rows:
@@ -22,13 +22,14 @@ class Rows:
         self._b = b
         self._obs_space = obs_space
         self._simple_obs = simple_obs  # the observation space is its one leaf, not nested
+        self._unflatten = unflattener(obs_space)
 
     def obs(self, arrays: list[np.ndarray], rows: np.ndarray | None) -> Any:
         """The observations of ``rows`` in ``arrays`` (one per leaf), as the observation space holds them."""
         values = [a.copy() if rows is None else a[rows] for a in arrays]
         if self._simple_obs:
             return values[0]
-        return unflatten(self._obs_space, values)[0]
+        return self._unflatten(iter(values))
 
     def step(self, rows: np.ndarray | None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The observations, rewards and flags (terminated, truncated, ended) of ``rows``."""

@@ -58,10 +58,10 @@ from fastvec.pyenv.layout import (
     Buffers,
     Layout,
     Leaf,
-    flatten,
+    flattener,
     leaf_spaces,
     send_message,
-    unflatten,
+    unflattener,
     wait_readable,
 )
 from fastvec.pyenv.worker_calls import call_env, error_report
@@ -288,6 +288,8 @@ class _Worker:
         self.obs_shape = layout.obs[0].shape
         self.simple_act = len(b.act) == 1 and not layout.act[0].path
         self.act_scalar = [leaf.scalar for leaf in layout.act]
+        self.flatten_obs = flattener(self.obs_space)
+        self.unflatten_act = unflattener(self.act_space)
         n = len(envs)
         self.elapsed = [0] * n
         self.ret = [0.0] * n
@@ -462,7 +464,7 @@ class _Worker:
             row = self.b.act[0][e]
             return row if self.act_scalar[0] else row.copy()
         values = [a[e] if scalar else a[e].copy() for a, scalar in zip(self.b.act, self.act_scalar, strict=True)]
-        return unflatten(self.act_space, values)[0]
+        return self.unflatten_act(iter(values))
 
     def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any, where: str) -> None:
         """Writes ``obs`` (what the env's ``where``() returned) into row ``e``; a BadObservation unless every
@@ -473,7 +475,8 @@ class _Worker:
             arrays[0][e] = obs
             return
         try:
-            values = flatten(self.obs_space, obs, [])
+            values: list[Any] = []
+            self.flatten_obs(obs, values)
         except (KeyError, TypeError, ValueError) as exc:
             raise BadObservation(
                 f"{where}() returned an observation that does not fit observation_space "
