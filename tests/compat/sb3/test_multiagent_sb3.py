@@ -10,8 +10,8 @@ import functools
 
 import numpy as np
 import pytest
-from sb3_ma_envs import Dwindle
 from mpe2 import simple_spread_v3
+from sb3_ma_envs import Dwindle
 
 import fastvec
 
