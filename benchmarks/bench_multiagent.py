@@ -254,11 +254,15 @@ def main() -> None:
     for row in results:
         same = [r for r in results if (r["env"], r["num_envs"]) == (row["env"], row["num_envs"]) and "median" in r]
         ours = {r["contender"]: r["median"] for r in same}
-        mem = f"{row['memory_mib_16_envs']:.0f}" if "memory_mib_16_envs" in row else ""
+        mib = row.get("memory_mib_16_envs")
+        mem = "" if mib is None else "<1" if mib < 1 else f"{mib:.0f}"
         if "median" not in row:
             print(f"| {row['env']} | {row['num_envs']} | {row['contender']} | {row['status']} | | | | {mem} |")
             continue
-        ratios = [f"{ours[k] / row['median']:.1f}x" if k in ours else "" for k in ("fastvec native", "fastvec pyenv")]
+        ratios = [
+            f"{ours[k] / row['median']:.1f}x" if k in ours and not row["contender"].startswith("fastvec") else ""
+            for k in ("fastvec native", "fastvec pyenv")
+        ]
         flag = " (disturbed)" if row["disturbed"] else ""
         print(
             f"| {row['env']} | {row['num_envs']} | {row['contender']}{flag} | {row['median']:,.0f} | "
