@@ -9,6 +9,7 @@ import functools
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import gymnasium as gym
@@ -411,10 +412,15 @@ def test_pettingzoo_users_never_import_ray():
             assert not any(m == "ray" or m.startswith("ray.") for m in sys.modules), "ray was imported"
         """
     )
-    here = os.path.dirname(__file__)
-    path = os.pathsep.join([here, os.path.dirname(os.path.dirname(here)), os.environ.get("PYTHONPATH", "")])
+    # ma_envs from this folder; fastvec as the tests import it (installed, or PYTHONPATH's), never the source tree
+    # by accident (a checkout without the compiled module: CI installs fastvec).
+    path = os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
     )
     assert done.returncode == 0, done.stderr
 
