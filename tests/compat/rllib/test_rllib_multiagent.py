@@ -10,8 +10,12 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from rllib_compare import COMMON_METRICS, assert_same_data, assert_same_metrics_of, sample_both
+
+try:
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+except ImportError:  # CI's numpy 1.26 pass, where RLlib cannot import, collects this file and deselects its tests
+    MultiAgentEnv = object  # type: ignore[assignment,misc]
 
 pytestmark = [
     pytest.mark.rllib,
