@@ -13,7 +13,8 @@ from test_rng_normal import build_dump
 pytestmark = pytest.mark.versions  # numpy's RandomState (frozen by numpy's policy, but numpy's to keep)
 
 # random_state_dump's ops
-CONSTRUCT, SEED, RAW, RANDOM_SAMPLE, UNIFORM, RANDINT, CHOICE, NORMAL, CHOICE_P, STANDARD_NORMAL, RANDINT1 = range(11)
+(CONSTRUCT, SEED, RAW, RANDOM_SAMPLE, UNIFORM, RANDINT, CHOICE, NORMAL, CHOICE_P, STANDARD_NORMAL, RANDINT1,
+ SET_STATE) = range(12)  # fmt: skip
 FLOAT_OPS = {RANDOM_SAMPLE, UNIFORM, NORMAL, STANDARD_NORMAL}
 MASK64 = (1 << 64) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -41,6 +42,12 @@ class Script:
     def stdin(self) -> bytes:
         chunks = []
         for op, a, b in self.calls:
+            if op == SET_STATE:  # a: the key; b: (pos, has_gauss, gauss)
+                pos, has_gauss, gauss = b
+                key = np.asarray(a, dtype=np.uint32)
+                chunks += [np.array([op, pos, has_gauss], dtype=np.uint64).tobytes(), key.tobytes()]
+                chunks.append(np.float64(gauss).tobytes())
+                continue
             if op == CHOICE_P:
                 p = np.asarray(a, dtype=np.float64)
                 chunks += [np.array([op, p.size, 0], dtype=np.uint64).tobytes(), p.tobytes()]
@@ -63,6 +70,9 @@ class Script:
                 continue
             if op == SEED:
                 rs.seed(a)
+                continue
+            if op == SET_STATE:
+                rs.set_state(("MT19937", np.asarray(a, dtype=np.uint32), *b))
                 continue
             value = numpy_call(rs, op, a, b)
             out[i] = bits(value) if op in FLOAT_OPS else int(value) & MASK64
@@ -100,6 +110,48 @@ def assert_same(got: np.ndarray, want: np.ndarray, script: Script) -> None:
 
 def check(dump, script: Script) -> None:
     assert_same(script.cpp(dump), script.numpy(), script)
+
+
+# --- MT19937 steered: a state whose next words are chosen -----------------------------------------------------------
+
+
+def untemper(word: int) -> int:
+    """The state word MT19937's tempering turns into ``word``: each xor-shift step undone, last first, by iterating
+    x = y ^ f(x) until every bit is fixed."""
+
+    def undo_right(y: int, shift: int) -> int:
+        x = y
+        for _ in range(32 // shift + 1):
+            x = y ^ (x >> shift)
+        return x
+
+    def undo_left(y: int, shift: int, mask: int) -> int:
+        x = y
+        for _ in range(32 // shift + 1):
+            x = y ^ ((x << shift) & mask)
+        return x
+
+    return undo_right(undo_left(undo_left(undo_right(word, 18), 15, 0xEFC60000), 7, 0x9D2C5680), 11)
+
+
+def steered(words: list[int], seed: int = 0, pos: int = 100) -> tuple[np.ndarray, tuple[int, int, float]]:
+    """A set_state argument (key; pos, has_gauss, gauss) whose next raw words are ``words``; the state of
+    RandomState(seed) after 624 words otherwise, so that what follows is an ordinary MT19937 stream."""
+    rs = np.random.RandomState(seed)
+    rs._bit_generator.random_raw(624)
+    key = rs.get_state()[1].copy()
+    assert pos + len(words) <= 624
+    key[pos : pos + len(words)] = [untemper(w) for w in words]
+    check = np.random.RandomState(0)
+    check.set_state(("MT19937", key, pos, 0, 0.0))
+    assert check._bit_generator.random_raw(len(words)).tolist() == words
+    return key, (pos, 0, 0.0)
+
+
+def u_words(u53: int) -> list[int]:
+    """Two words whose random_sample() is u53 / 2**53, the lost low bits random-looking."""
+    a, b = u53 >> 26, u53 & ((1 << 26) - 1)
+    return [a << 5 | (u53 * 7 + 3) % 32, b << 6 | (u53 * 13 + 5) % 64]
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +360,52 @@ def test_dm_control_vector_calls_are_scalar_sequences(dump):
         record(rs.normal(scale=scales), [(NORMAL, 0.0, s) for s in scales])  # wrappers.action_noise
         record(rs.randn(), [(STANDARD_NORMAL,)])  # odd count: the next randn(k) starts from the cached gauss
     assert_same(script.cpp(dump), np.array(want, dtype=np.uint64), script)
+
+
+def test_set_state_from_numpys_get_state(dump):
+    """States numpy's get_state returns mid-stream (any pos, with and without a cached gauss), then mixed calls."""
+    rng = np.random.default_rng(5)
+    script = Script()
+    for n in (0, 1, 311, 623, 624, 625, 2000):
+        rs = np.random.RandomState(int(rng.integers(0, 2**32)))
+        rs._bit_generator.random_raw(n)
+        for has_gauss in (False, True):
+            if has_gauss:
+                rs.standard_normal()
+            _, key, pos, cached, gauss = rs.get_state()
+            assert cached == has_gauss
+            script.add(SET_STATE, key, (pos, cached, gauss))
+            for op in (STANDARD_NORMAL, RANDOM_SAMPLE, STANDARD_NORMAL, STANDARD_NORMAL):
+                script.add(op)
+            script.raw(700)
+    check(dump, script)
+
+
+def test_exact_draw_edges(dump):
+    """Steered words: random_sample's extremes (0 and 1 - 2**-53) through uniform; the polar method's rejections
+    (r2 == 0 at x1 = x2 = 0, r2 == 1 at x1 = -1); choice(p) with u exactly on a cdf step (side="right": the next
+    index) and u = 0 against a zero first p (never chosen); randint words exactly at the range's top and one above."""
+    top = (1 << 53) - 1
+    half, quarter = 1 << 52, 1 << 51
+    cases: list[tuple[list[int], list[tuple]]] = [
+        (u_words(0) + u_words(top), [(RANDOM_SAMPLE,), (RANDOM_SAMPLE,)]),
+        (u_words(0) + u_words(top), [(UNIFORM, -2.0, 3.0), (UNIFORM, 3.0, -2.0)]),
+        (u_words(half) * 2 + u_words(0) + u_words(half) + u_words(quarter) * 2, [(STANDARD_NORMAL,)] * 2),
+        (u_words(half), [(CHOICE_P, [0.5, 0.5])]),
+        (u_words(0), [(CHOICE_P, [0.0, 1.0])]),
+        (u_words(0), [(CHOICE_P, [0.0, 0.0, 1.0])]),
+        (u_words(quarter) + u_words(half), [(CHOICE_P, [0.25, 0.25, 0.5])] * 2),
+        ([5, 6 | 8, 7], [(RANDINT, 10, 16), (RANDINT, 0, 6)]),  # rng = 5, mask 7
+        ([0xFFFFFFFF, 0], [(RANDINT, 0, 1 << 32), (RANDINT, -5, (1 << 32) - 5)]),
+        ([0x40000000, 2, 0x40000000, 1], [(RANDINT, -1, (1 << 62) + 1)]),  # 64-bit: rng = 2**62 + 1
+    ]
+    script = Script()
+    for words, calls in cases:
+        script.add(SET_STATE, *steered(words))
+        for call in calls:
+            script.add(*call)
+        script.raw(3)
+    got = script.cpp(dump)
+    assert_same(got, script.numpy(), script)
+    results = [got[i] for i, (op, _, _) in enumerate(script.calls) if op == CHOICE_P]
+    assert results[:5] == [1, 1, 2, 1, 2]  # the edges hit what the docstring says

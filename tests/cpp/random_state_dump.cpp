@@ -10,6 +10,7 @@
 //     3 random_sample                              8 choice(p): a probabilities follow as a doubles on stdin
 //     4 uniform(a, b)                              9 standard_normal
 //                                                 10 randint(a)
+//    11 set_state(key, a, b, gauss): pos a, has_gauss b; key (624 uint32) then gauss (a double) follow on stdin
 
 #include <bit>
 #include <cstdint>
@@ -77,6 +78,17 @@ int main() {
       case 10:
         put(static_cast<uint64_t>(rs.randint(ia)));
         break;
+      case 11: {
+        uint32_t key[RandomState::kStateWords];
+        double gauss;
+        if (std::fread(key, sizeof key, 1, stdin) != 1 || std::fread(&gauss, sizeof gauss, 1, stdin) != 1) {
+          std::fprintf(stderr, "set_state: key and gauss expected on stdin\n");
+          return 2;
+        }
+        rs.set_state(key, static_cast<uint32_t>(a), b != 0, gauss);
+        put(0);
+        break;
+      }
       default:
         std::fprintf(stderr, "unknown op %llu\n", static_cast<unsigned long long>(op));
         return 2;
