@@ -278,7 +278,7 @@ def random_script(seed: int, n: int) -> Script:
         elif kind == RANDINT:
             span = random_span(rng)
             low = int(rng.integers(INT64_MIN, INT64_MAX - span, endpoint=True)) if span <= INT64_MAX else INT64_MIN
-            script.add(RANDINT, low, low + span if rng.random() < 0.5 or low + span > 0 else span)
+            script.add(RANDINT, low, low + span)
         elif kind == NORMAL:
             script.add(NORMAL, float(rng.uniform(-5, 5)), 0.0 if rng.random() < 0.05 else float(rng.uniform(0, 3)))
         elif kind == CHOICE_P:
