@@ -294,6 +294,30 @@ def test_columns_match_rllibs_draw_for_draw(torch, runner_pair, lookback):
     assert done > 10
 
 
+@pytest.mark.parametrize(
+    ("env", "kwargs"),
+    [
+        ("simple_spread_v3", {"continuous_actions": True}),
+        ("simple_adversary_v3", {}),
+        ("simple_speaker_listener_v4", {"continuous_actions": True}),
+    ],
+)
+def test_columns_match_rllibs_on_other_mpe_envs(torch, runner_pair, env, kwargs):
+    """Box actions (sampled from a Gaussian, unsquashed for the env, kept raw in the episodes) and agents of different
+    spaces (a module per kind of agent, batches of different shapes): the same chunks and metrics as RLlib's runner
+    over mpe2's env, exploring and not (with Discrete actions only: RLlib's runner fails to finish an episode whose
+    Box actions were drawn both ways, its action_logp having two shapes)."""
+    config = ppo_config(env, 3, lookback=1, max_cycles=6, **kwargs)
+    stock, fast = runner_pair(config)
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    for call, steps in enumerate((8, 20, 25)):
+        explore = call != 1 or bool(kwargs.get("continuous_actions"))
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=steps, explore=explore)
+        assert_same_chunks(a, b, ids)
+    assert_same_metrics(stock, fast)
+
+
 def test_columns_match_rllibs_counting_agent_steps(torch, runner_pair):
     """``count_steps_by="agent_steps"``: a call samples until its agent steps reach ``num_timesteps``, as RLlib's."""
     config = ppo_config("simple_spread_v3", 2, lookback=1, max_cycles=5, policies={"agent_0", "agent_1", "agent_2"})
