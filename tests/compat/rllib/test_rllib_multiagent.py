@@ -273,9 +273,9 @@ def random_module(agent_id, episode, **kwargs):
 def test_columns_match_rllibs_draw_for_draw(torch, runner_pair, lookback):
     """The native pool sampled in columns beside RLlib's runner over mpe2's env: modules drawn at random per agent
     and episode (the mapping called where RLlib calls it: at each reset and at each cut), calls as short as one step
-    per env (lookbacks padded as RLlib's cut pads them), inference calls, a call of whole episodes (RLlib's loop,
-    then a seeded reset, as RLlib's) and a metrics window shorter than the episodes of a call: the same chunks,
-    modules and metrics."""
+    per env (lookbacks padded as RLlib's cut pads them) or of none, inference calls, a call of whole episodes
+    (RLlib's loop, then a seeded reset, as RLlib's) and a metrics window shorter than the episodes of a call: the
+    same chunks, modules and metrics."""
     config = ppo_config("simple_spread_v3", 3, lookback=lookback, max_cycles=4, policies={"p0", "p1"})
     config.multi_agent(policy_mapping_fn=random_module).reporting(metrics_num_episodes_for_smoothing=4)
     stock, fast = runner_pair(config)
@@ -283,7 +283,13 @@ def test_columns_match_rllibs_draw_for_draw(torch, runner_pair, lookback):
     ids: dict[str, str] = {}
     modules, done = set(), 0
     calls = [{"num_timesteps": 3}, {"num_timesteps": 20}, {"num_timesteps": 3, "explore": False}]
-    calls += [{"num_episodes": 2}, {"num_timesteps": 7}, {"num_timesteps": 40}, {"num_timesteps": 3}]
+    calls += [
+        {"num_episodes": 2},
+        {"num_timesteps": 7},
+        {"num_timesteps": 0},
+        {"num_timesteps": 40},
+        {"num_timesteps": 3},
+    ]
     for call, kwargs in enumerate(calls):
         a, b = [sample_seeded(torch, runner, call, **kwargs) for runner in (stock, fast)]
         assert_same_chunks(a, b, ids)
