@@ -2,12 +2,18 @@
 
 RLlib's ``MultiAgentEnvRunner`` vectorizes a multi-agent env only one way: its ``SyncVectorMultiAgentEnv``, which
 steps every env one after the other in the runner's own process (``gym_env_vectorize_mode`` must be ``"sync"``;
-``make_vec`` refuses any other mode). This runner is that runner with one change, ``make_env``: its env is
-:class:`PoolVectorMultiAgentEnv`, a ``VectorMultiAgentEnv`` over a :class:`fastvec.MultiAgentVectorEnv` whose envs
-run in the pool's worker processes, all stepped by one batched call. It returns what ``SyncVectorMultiAgentEnv``
-returns (a list of per-env dicts, next-step autoreset, ``"__all__"`` flags), so the parent's sampling loop, its
-connectors, callbacks, metrics and RNG draws are RLlib's own, unchanged: the same ``MultiAgentEpisode`` chunks
-as RLlib's runner over the same envs (tests hold the two side by side).
+``make_vec`` refuses any other mode). This runner's env is :class:`PoolVectorMultiAgentEnv`, a
+``VectorMultiAgentEnv`` over a :class:`fastvec.MultiAgentVectorEnv` whose envs run in the pool, all stepped by one
+batched call. It returns what ``SyncVectorMultiAgentEnv`` returns (a list of per-env dicts, next-step autoreset,
+``"__all__"`` flags), so the parent's sampling loop, its connectors, callbacks, metrics and RNG draws run on it
+unchanged.
+
+Most of that loop is per-env Python (connectors, ``MultiAgentEpisode.add_env_step``). Over a pool whose agents
+never come and go (the native MPE family) and with RLlib's default pipelines, ``sample(num_timesteps=...)`` keeps
+the loop batched instead and builds the episodes in bulk at the end of the call
+(:mod:`fastvec.adapters._rllib_ma_columns`); elsewhere it is the parent's, and the log says why once. Both give
+the ``MultiAgentEpisode`` chunks, metrics and RNG draws of RLlib's runner over the same envs (tests hold them side
+by side).
 
 Owner of its state: the thread that calls ``sample()`` (a Ray actor's, or the driver's).
 """
@@ -253,7 +259,8 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
 
 class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
     """RLlib's ``MultiAgentEnvRunner`` over a fastvec multi-agent pool (:class:`PoolVectorMultiAgentEnv`): the
-    same episodes, metrics and RNG draws as RLlib's runner, with the envs stepped in the pool's workers.
+    same episodes, metrics and RNG draws as RLlib's runner, with the envs stepped in the pool, sampled in columns
+    where the pool's agents never come and go (see the module's docstring for when RLlib's loop runs instead).
 
     Seeds: env ``i`` of the runner with ``worker_index`` ``w`` starts from ``config.seed + w * num_envs + i``, so no
     two envs of any runners share a stream (as :class:`fastvec.adapters.rllib.FastvecEnvRunner`).
