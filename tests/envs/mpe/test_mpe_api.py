@@ -114,6 +114,7 @@ def reference_spread(**kwargs: object) -> Any:
     return spread.parallel_env(**kwargs)
 
 
+@pytest.mark.versions  # numpy's kernel, found in its ufunc object
 def test_numpy_exp_loop_is_numpys() -> None:
     """The loop handed to the MPE envs computes np.exp bit for bit (numpy's kernel on this CPU)."""
     loop = _numpy_loops.float64_loop(np.exp)
