@@ -80,6 +80,9 @@ class MultiAgentVectorEnv:
         self._all_ids = np.arange(self.num_envs, dtype=np.int32)
         # Per env and agent: the return so far, for a backend that keeps none (AgentRows.returns None).
         self._sums = np.zeros(self._alive.shape)
+        # Per env: sent (or reset) and not received. A sync pool's receiving call returns the rows of every env in
+        # flight, in env order and without env_id (EnvPool's step of some envs): these say which envs they are.
+        self._sent = np.zeros(self.num_envs, dtype=bool)
 
     # -- PettingZoo-style spaces ----------------------------------------------
 
@@ -104,6 +107,8 @@ class MultiAgentVectorEnv:
         """Resets every env (or, with ``options={"reset_mask": mask}`` / ``{"env_id": ids}``, some) as
         :meth:`fastvec.VectorEnv.reset` does: ``seed=s`` seeds env ``i`` with ``s + i``, a list one seed per env."""
         obs, info = self.backend.reset(seed=seed, options=options)
+        if not options or (options.get("reset_mask") is None and options.get("env_id") is None):
+            self._sent[:] = False  # (a reset of every env drops what was in flight)
         return self._reset_result(obs, info, options or {})
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -127,21 +132,36 @@ class MultiAgentVectorEnv:
     def async_reset(self, seed: Seed = None, env_id: Any = None, options: dict[str, Any] | None = None) -> None:
         """Starts a reset of every env (or of the envs ``env_id``); :meth:`recv` returns the rows."""
         self.backend.async_reset(seed=seed, env_id=env_id, options=options)
-        self._sums[self._all_ids if env_id is None else env_id] = 0.0
+        ids = self._all_ids if env_id is None else env_id
+        if env_id is None:
+            self._sent[:] = False
+        self._sent[ids] = True
+        self._sums[ids] = 0.0
 
     def send(self, actions: Mapping[str, Any], env_id: Any = None) -> None:
         """Queues a step of each env in ``env_id`` (every env if None); ``actions``: agent -> one row per env."""
         self.backend.check_open()
         ids = self._all_ids if env_id is None else check_env_ids(env_id, self.num_envs)
         self.backend.send(self._actions(actions, ids), env_id)
+        self._sent[ids] = True
 
     def recv(self, timeout: float | None = None) -> tuple[dict[str, Any], ...]:
         """The first ``batch_size`` envs to finish (``infos["env_id"]`` says which)."""
-        return self._result(*self.backend.recv(timeout))
+        try:
+            result = self.backend.recv(timeout)
+        except Exception as exc:
+            self._env_raised(exc)
+            raise
+        return self._result(*result)
 
     def recv_rest(self, timeout: float | None = None) -> tuple[dict[str, Any], ...]:
         """The envs still in flight when they are fewer than ``batch_size``."""
-        return self._result(*self.backend.recv_rest(timeout))
+        try:
+            result = self.backend.recv_rest(timeout)
+        except Exception as exc:
+            self._env_raised(exc)
+            raise
+        return self._result(*result)
 
     # -- env calls, close ------------------------------------------------------
 
@@ -214,6 +234,13 @@ class MultiAgentVectorEnv:
             full[a] = _check(a, self.single_action_spaces[a], actions[a], need, self._filler[a], ids)
         return self._rows.join(full)
 
+    def _env_raised(self, exc: Exception) -> None:
+        """After a receiving call raised: if it was an env's exception (it names the env) in sync mode, every env in
+        flight has left it (the batch's rows dropped), and the agents each env will act with next must be asked."""
+        if self.sync and getattr(exc, "env_id", None) is not None:
+            self._sent[:] = False
+            self._resync()
+
     def _resync(self) -> None:
         """After a sync step raised (an env's exception: the batch's rows are dropped, the other envs have stepped),
         asks each env which agents it will give actions to next: the rows that told the façade are lost. A backend
@@ -255,7 +282,11 @@ class MultiAgentVectorEnv:
         cur = rows.split(obs, info)
         rewards, terms, truncs = cur.rewards, cur.terminations, cur.truncations
         env_rows = info.get("env_id")
-        env_rows = self._all_ids if env_rows is None else env_rows
+        if env_rows is None:  # sync: every env in flight, in env order (all, after step or a send of all)
+            env_rows = np.flatnonzero(self._sent) if self._sent.any() else self._all_ids
+            self._sent[:] = False
+        else:
+            self._sent[env_rows] = False
         infos = self._infos(info, cur)
         ended = terminated | truncated
         final_active = cur.active  # who had a final observation where an episode ended
