@@ -53,7 +53,9 @@ class NativeRows:
         if len(rows):
             obs[rows] = np.stack(final_obs[rows].tolist())
         ended = np.asarray(ended, dtype=bool)
-        rewards = np.where(ended[:, None], final_info["agent_rewards"], 0.0)
+        # (B, A); a one-agent env's info field is (B,)
+        agent_rewards = np.asarray(final_info["agent_rewards"], dtype=np.float64).reshape(len(ended), -1)
+        rewards = np.where(ended[:, None], agent_rewards, 0.0)
         return self._rows(obs, rewards, np.where(ended, final_info["terminated"], 0), ended)
 
     def join(self, actions: dict[str, np.ndarray]) -> Any:

@@ -201,3 +201,30 @@ def test_env_calls_answer_as_mpe2s_parallel_env(env_id: str, continuous: bool) -
     env.reset(seed=0)
     env.step({a: np.zeros((2, *env.action_space(a).shape), env.action_space(a).dtype) for a in agents})
     env.close()
+
+
+def test_one_agent_env_ends_its_episode_in_same_step_mode() -> None:
+    """simple_v3 has one agent, whose per-agent info field comes as (B,), not (B, 1): same_step's final rows
+    failed to reshape it when an episode ended (found by the multi-agent fuzzer)."""
+    env = fastvec.make("simple_v3", 2, max_cycles=2, autoreset_mode="same_step", episode_stats=True)
+    ref = reference("simple_v3", max_cycles=2)
+    ref_obs, _ = ref.reset(seed=3)
+    env.reset(seed=3)
+    total = 0.0
+    for _ in range(2):
+        obs, rewards, _, truncations, infos = env.step({"agent_0": np.array([1, 2])})
+        ref_obs, ref_rewards, *_ = ref.step({"agent_0": 1})
+        assert rewards["agent_0"][0] == ref_rewards["agent_0"]
+        total += ref_rewards["agent_0"]
+    assert truncations["agent_0"].all() and infos["_final_obs"].all() and infos["final_active"]["agent_0"].all()
+    np.testing.assert_array_equal(infos["final_obs"]["agent_0"][0], ref_obs["agent_0"])
+    assert infos["episode_agent_returns"]["agent_0"][0] == total
+    np.testing.assert_array_equal(obs["agent_0"][0], ref.reset()[0]["agent_0"])  # the next episode's
+    async_env = fastvec.make("simple_v3", 2, batch_size=1, max_cycles=1, autoreset_mode="same_step")
+    async_env.async_reset(seed=0)
+    for _ in range(4):
+        *_, infos = async_env.recv()
+        async_env.send({"agent_0": np.zeros(1, np.int64)}, infos["env_id"])
+    assert infos["_final_obs"].all() and infos["final_obs"]["agent_0"].shape == (1, 4)
+    env.close()
+    async_env.close()
