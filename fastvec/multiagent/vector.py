@@ -83,6 +83,12 @@ class MultiAgentVectorEnv:
         # Per env: sent (or reset) and not received. A sync pool's receiving call returns the rows of every env in
         # flight, in env order and without env_id (EnvPool's step of some envs): these say which envs they are.
         self._sent = np.zeros(self.num_envs, dtype=bool)
+        # Per env, as the pool counts them for its time limit: steps in the episode, a reset on its way, and whether
+        # the last row ended the episode (next_step: the next step is its autoreset; not in same_step mode, whose
+        # ended rows hold the new episode). What _resync needs when a dropped batch's rows are lost.
+        self._elapsed = np.zeros(self.num_envs, dtype=np.int64)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
+        self._over = np.zeros(self.num_envs, dtype=bool)
 
     # -- PettingZoo-style spaces ----------------------------------------------
 
@@ -123,7 +129,7 @@ class MultiAgentVectorEnv:
         try:
             result = self.backend.step(joined)
         except Exception:
-            self._resync()
+            self._resync(self._all_ids)
             raise
         return self._result(*result)
 
@@ -136,6 +142,7 @@ class MultiAgentVectorEnv:
         if env_id is None:
             self._sent[:] = False
         self._sent[ids] = True
+        self._resetting[ids] = True
         self._sums[ids] = 0.0
 
     def send(self, actions: Mapping[str, Any], env_id: Any = None) -> None:
@@ -238,21 +245,39 @@ class MultiAgentVectorEnv:
         """After a receiving call raised: if it was an env's exception (it names the env) in sync mode, every env in
         flight has left it (the batch's rows dropped), and the agents each env will act with next must be asked."""
         if self.sync and getattr(exc, "env_id", None) is not None:
+            stepped = np.flatnonzero(self._sent)
             self._sent[:] = False
-            self._resync()
+            self._resync(stepped)
 
-    def _resync(self) -> None:
-        """After a sync step raised (an env's exception: the batch's rows are dropped, the other envs have stepped),
-        asks each env which agents it will give actions to next: the rows that told the façade are lost. A backend
-        whose envs cannot say (a native one, whose agents do not come and go) keeps what it had."""
+    def _resync(self, stepped: np.ndarray) -> None:
+        """After a sync batch raised (an env's exception: its rows are dropped, the other envs of ``stepped`` have
+        stepped or reset), asks each env which agents it will give actions to next: the rows that told the façade
+        are lost. An env the pool's time limit truncated in that step has none (next_step: its next step is the
+        autoreset; disabled: it must be reset); in same_step mode the pool has reset it, and it says. A backend whose
+        envs cannot say (a native one, whose agents do not come and go) keeps what it had."""
         if self.backend.closed:
             return
         try:
             acting = self.backend.env_call("get", ACTING)
         except Exception:
             return
-        for e, agents in enumerate(acting):
-            self._alive[e] = [a in (agents or ()) for a in self.possible_agents]
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        limit = self.max_episode_steps or 0
+        for e in np.asarray(stepped).tolist():
+            agents = acting[e] or ()
+            if self._resetting[e] or (self._over[e] and self.autoreset_mode == AutoresetMode.NEXT_STEP):
+                self._elapsed[e], self._over[e] = 0, False
+            else:
+                self._elapsed[e] += 1
+                if limit and self._elapsed[e] >= limit:
+                    if same_step:
+                        self._elapsed[e] = 0
+                    else:
+                        agents, self._over[e] = (), True
+                elif not agents and not same_step:  # the env's own end
+                    self._over[e] = True
+            self._resetting[e] = False
+            self._alive[e] = [a in agents for a in self.possible_agents]
 
     def _reset_result(
         self, obs: Any, info: dict[str, Any], options: dict[str, Any]
@@ -273,6 +298,7 @@ class MultiAgentVectorEnv:
             ids = self._all_ids
         self._alive[ids] = active
         self._sums[ids] = 0.0
+        self._elapsed[ids], self._resetting[ids], self._over[ids] = 0, False, False
         return agents.obs, infos
 
     def _result(
@@ -314,6 +340,7 @@ class MultiAgentVectorEnv:
             done_step = ~infos["_final_obs"][:, None]
             alive &= ~((self._stack(terms) | self._stack(truncs)) & done_step)
         self._alive[env_rows] = alive
+        self._count(env_rows, ended)
         if returns is None:  # kept here: the rewards received (the final step's where an episode ended)
             sums = self._sums
             sums[env_rows] += self._stack(rewards)
@@ -324,6 +351,20 @@ class MultiAgentVectorEnv:
             infos["episode_agent_returns"] = {a: np.where(mask, returns[a], 0.0) for a in returns}
             infos["_episode_agent_returns"] = mask.copy()
         return cur.obs, rewards, terms, truncs, infos
+
+    def _count(self, env_rows: np.ndarray, ended: np.ndarray) -> None:
+        """The episode steps of the envs of a batch's rows (``ended``: the row ended an episode), as the pool counts
+        them: a reset's row (asked for, or next_step's autoreset) starts again from 0."""
+        reset = self._resetting[env_rows]
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            reset |= self._over[env_rows]
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            reset |= ended  # (the row holds the new episode)
+            self._over[env_rows] = False
+        else:
+            self._over[env_rows] = ended & ~reset
+        self._elapsed[env_rows] = np.where(reset, 0, self._elapsed[env_rows] + 1)
+        self._resetting[env_rows] = False
 
     def _infos(self, info: dict[str, Any], agents: AgentRows) -> dict[str, Any]:
         infos = {k: v for k, v in info.items() if k not in self._hidden}

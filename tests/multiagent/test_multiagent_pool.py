@@ -17,7 +17,18 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import DictActions, Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
+from ma_envs import (
+    AgentStepError,
+    DictActions,
+    Lifecycle,
+    Misbehaving,
+    Nested,
+    Raising,
+    Reference,
+    Reversed,
+    duo_class,
+    make_duo,
+)
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -547,3 +558,24 @@ def test_sync_pool_send_of_some_envs_then_recv_rest():
         obs, rewards, *_ = native.recv_rest()
         assert obs["agent_0"].shape == (1, 12) and rewards["agent_1"].shape == (1,)
         native.step({a: np.zeros(3, np.int64) for a in native.possible_agents})
+
+
+def test_after_an_env_raised_an_env_the_time_limit_ended_has_no_agents():
+    """A sync step where env 1 raised drops the batch; env 0 stepped to the pool's time limit there, so its next step
+    is its autoreset and no agent needs an action in it. The envs' own answer (their acting agents) does not know
+    the pool's limit: the façade asked for c's action in env 0 (found by the multi-agent fuzzer)."""
+    rng = np.random.default_rng(0)
+    with fastvec.make(Raising, 2, max_episode_steps=3, seed=0, num_workers=1) as env:
+        env.reset()
+        for _ in range(2):  # c born at step 2
+            env.step(sample_actions(env, rng, 2))
+        actions = sample_actions(env, rng, 2)
+        actions["c"][1] = Raising.THROW
+        with pytest.raises(AgentStepError, match="agent 'c'") as info:
+            env.step(actions)
+        assert info.value.env_id == 1
+        env.reset(options={"env_id": [1]})
+        actions = sample_actions(env, rng, 2)
+        obs, rewards, *_, infos = env.step({a: actions[a] for a in ("a", "b")})  # c is alive nowhere
+        assert infos["active"]["a"].all() and not rewards["a"][0]  # env 0's autoreset row
+        assert obs["a"][:, 0].tolist() == [0, 1]
