@@ -121,7 +121,8 @@ class NativePool(_core.Pool):
     """The native backend: ``fastvec._core.Pool`` and what its envs are as Python sees them. A native env has no
     Python object: :meth:`env_call` answers the attributes it really has (``spec``, ``render_mode``,
     ``metadata``, the single-env ``observation_space``/``action_space``, and each option it was made with, by
-    name) and raises an AttributeError naming the env for the rest; nothing can be set."""
+    name; a multi-agent family what its Python env answers, :func:`fastvec.multiagent.native_rows.over_native`)
+    and raises an AttributeError naming the env for the rest; nothing can be set."""
 
     def __init__(
         self,
@@ -194,6 +195,8 @@ class NativePool(_core.Pool):
         self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
         self._env_id = entry.id
         self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
+        #: Attributes a Python env of the family has but a native env cannot answer, by name: why (env_call's error).
+        self.unanswerable: dict[str, str] = {}
 
     def frames(self, env_id: Any = None) -> np.ndarray:
         """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
@@ -242,10 +245,14 @@ class NativePool(_core.Pool):
             )
         if kind == "is_wrapped":  # no gymnasium wrapper wraps a native env
             return [False] * len(env_id)
+        if name in self.unanswerable:
+            raise AttributeError(f"{self.label} cannot answer {name!r}: {self.unanswerable[name]}")
         if name not in self.attributes:
             known = ", ".join(sorted(self.attributes))
             raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
         value = self.attributes[name]
+        if callable(value) and kind != "get":  # a method of the env (a multi-agent env's observation_space(agent))
+            return [copy.deepcopy(value(*args, **kwargs)) for _ in range(len(env_id))]
         if kind == "method":  # SB3's env_method calls what it gets
             raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
         return [copy.deepcopy(value) for _ in range(len(env_id))]
