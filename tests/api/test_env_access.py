@@ -634,16 +634,17 @@ def test_sb3_render_mode_and_metadata_come_from_the_envs():
 
 
 def test_sb3_env_is_wrapped_reports_the_real_wrappers():
-    """The envs' own wrappers, as DummyVecEnv reports them; monitor=True (fastvec adds Monitor's episode info
-    itself) reports Monitor for every env on top of that."""
+    """The envs' own wrappers, as DummyVecEnv reports them (a list of callables adds no Monitor by default, as
+    SubprocVecEnv); monitor=True (fastvec adds Monitor's episode info itself) reports Monitor for every env on top
+    of that."""
     fns = [
         lambda: Monitor(gym.wrappers.TimeLimit(GoalEnv(), 10)),
         lambda: gym.wrappers.TimeLimit(GoalEnv(), 10),
         GoalEnv,
     ]
     ref = DummyVecEnv(fns)
-    plain = fastvec.sb3_vec(fns, monitor=False, start_method="fork")
-    monitored = fastvec.sb3_vec(fns, start_method="fork")
+    plain = fastvec.sb3_vec(fns, start_method="fork")
+    monitored = fastvec.sb3_vec(fns, monitor=True, start_method="fork")
     for cls in (Monitor, gym.wrappers.TimeLimit, gym.Wrapper, gym.wrappers.ClipReward):
         assert plain.env_is_wrapped(cls) == ref.env_is_wrapped(cls)
         assert plain.env_is_wrapped(cls, indices=[2, 0]) == ref.env_is_wrapped(cls, indices=[2, 0])
