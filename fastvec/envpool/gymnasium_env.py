@@ -35,6 +35,10 @@ class EnvPoolFace:
     def all_env_ids(self) -> np.ndarray:
         return np.arange(self._pool_env.num_envs, dtype=np.int32)
 
+    def __len__(self) -> int:
+        """The number of envs, as EnvPool's ``len(env)`` (Tianshou's EnvPool path sizes its buffers by it)."""
+        return self._pool_env.num_envs
+
 
 def _set_once(name: str) -> property:
     """An attribute that CleanRL's scripts set again to the value it has (``envs.num_envs = args.num_envs``),
@@ -69,6 +73,11 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         self._step_batch = self.backend.step  # (bound once: the façade's fast path, see step)
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
+
+    @property
+    def is_vector_env(self) -> bool:
+        """True, as EnvPool's: the flag older vector-aware gymnasium wrappers look for."""
+        return True
 
     @property  # type: ignore[override]
     def spec(self) -> EnvPoolSpec:

@@ -372,6 +372,25 @@ def test_legacy_gym_api():
     env.close()
 
 
+@pytest.mark.parametrize("env_type", ["gymnasium", "gym", "dm"])
+@pytest.mark.parametrize("task_id", ["CartPole-v1", "Pong-v5"])
+def test_answers_what_envpools_envs_answer(task_id, env_type):
+    """Every public attribute and method of EnvPool 1.2.5's env, and len(), fastvec.envpool's env has too, with
+    the same answers where they do not depend on the run: len(env), is_vector_env, the dm env's reward and
+    discount specs (dm_env's defaults). Left out: xla() (issue 34: XLA custom calls, not made yet)."""
+    theirs = envpool_make(task_id, env_type, num_envs=3)
+    ours = fe.make(task_id, env_type=env_type, num_envs=3)
+    wanted = {n for n in dir(theirs) if not n.startswith("_")} - {"xla"}
+    assert wanted - set(dir(ours)) == set()
+    assert len(ours) == len(theirs) == 3
+    if env_type == "dm":
+        assert ours.reward_spec() == theirs.reward_spec() and ours.discount_spec() == theirs.discount_spec()
+    else:
+        assert ours.is_vector_env is theirs.is_vector_env is True
+    ours.close()
+    theirs.close()
+
+
 def test_legacy_spaces_are_gyms():
     """With the gym package installed (a test dependency), fastvec.envpool.legacy's env_type="gym" pools have gym's
     spaces, as EnvPool 0.6-0.8 had, with the bounds and dtypes of the gymnasium ones (which single_*_space keep);
