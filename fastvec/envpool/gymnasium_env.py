@@ -121,6 +121,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
             info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
+                self._lives[r.env_id] = info["lives"]  # type: ignore[index]  # (an Atari pool has it; _result's)
             return r.obs, r.reward, r.terminated, r.truncated, info
         if env_id is None or not self.sync:
             return super().step(actions, env_id)
@@ -174,6 +175,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
         if self._atari:
             info["reward"] = info["reward"].astype(np.float32)
+            self._lives[r.env_id] = info["lives"]  # type: ignore[index]  # (VectorEnv's record: the ale stand-in)
         return r.obs, r.reward, r.terminated, r.truncated, info
 
     def render(self, env_ids: Any = None, camera_id: int | None = None) -> np.ndarray:  # type: ignore[override]
