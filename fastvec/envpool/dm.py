@@ -43,6 +43,22 @@ class DMEnvPool(EnvPoolFace):
     def action_spec(self) -> Any:
         return self._spec.action_spec()
 
+    def reward_spec(self) -> Any:
+        """dm_env's default reward spec, as EnvPool's dm env (a ``dm_env.Environment``) answers."""
+        import dm_env
+
+        return dm_env.Environment.reward_spec(self)  # type: ignore[arg-type]
+
+    def discount_spec(self) -> Any:
+        """dm_env's default discount spec, as EnvPool's dm env answers."""
+        import dm_env
+
+        return dm_env.Environment.discount_spec(self)  # type: ignore[arg-type]
+
+    def seed(self, seed: Any = None) -> None:
+        """Seeds each env's next reset, as the gymnasium env's :meth:`GymnasiumEnvPool.seed` (EnvPool ignores it)."""
+        self._pool_env.seed(seed)
+
     def reset(self, env_id: Any = None) -> Any:
         """Resets every env (or those of ``env_id``) and returns their first TimeStep (async: the first
         ``batch_size`` envs')."""
