@@ -1,0 +1,362 @@
+"""xla(): the pools' send/recv/step as XLA custom calls inside jitted JAX code (jax.jit, jax.lax.scan), as
+EnvPool's envs.xla() and CleanRL's *_envpool_xla_jax*.py use them: the same trajectories as the Python loop,
+the handle's ordering and checks, and bad use as clear errors that leave the pool usable."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import fastvec
+import fastvec.envpool as envpool
+import fastvec.envpool.legacy as legacy
+
+jax = pytest.importorskip("jax")  # (a test dependency: CI fails on a skip)
+jnp = jax.numpy
+JaxRuntimeError = jax.errors.JaxRuntimeError
+
+
+def scan_steps(step, handle, actions):
+    """Every step's batch of stepping with ``actions`` (T, N, ...) in one jitted lax.scan."""
+
+    def body(h, a):
+        h, out = step(h, a)
+        return h, out
+
+    return jax.jit(lambda h, a: jax.lax.scan(body, h, a))(handle, actions)
+
+
+def python_steps(env, actions):
+    return [env.step(a) for a in actions]
+
+
+def test_scan_of_step_gives_the_python_loops_trajectories_cartpole():
+    n, t = 6, 300  # several episodes end (and autoreset) in 300 random steps
+    actions = np.random.default_rng(0).integers(0, 2, size=(t, n))
+    with fastvec.make("CartPole-v1", n, seed=3) as ref, fastvec.make("CartPole-v1", n, seed=3) as env:
+        ref.reset()
+        expected = python_steps(ref, actions)
+        env.reset()
+        handle, _, _, step = env.xla()
+        handle, (obs, reward, terminated, truncated, info) = scan_steps(step, handle, jnp.asarray(actions))
+        assert handle.shape == (8,) and handle.dtype == jnp.uint8
+        for k, (o, r, term, trunc, _) in enumerate(expected):
+            np.testing.assert_allclose(np.asarray(obs[k]), o, rtol=0, atol=0, err_msg=f"step {k}")
+            np.testing.assert_array_equal(np.asarray(reward[k]), r)
+            np.testing.assert_array_equal(np.asarray(terminated[k]), term)
+            np.testing.assert_array_equal(np.asarray(truncated[k]), trunc)
+        assert np.asarray(terminated).any()  # the comparison went through autoresets
+        np.testing.assert_array_equal(np.asarray(info["env_id"]), np.tile(np.arange(n), (t, 1)))
+        # The pool goes on from Python where the jitted steps left it.
+        o, *_ = env.step(actions[0])
+        o_ref, *_ = ref.step(actions[0])
+        np.testing.assert_array_equal(o, o_ref)
+
+
+def test_the_handle_threads_calls_across_jitted_functions_and_send_recv():
+    n = 4
+    with fastvec.make("CartPole-v1", n, seed=1) as ref, fastvec.make("CartPole-v1", n, seed=1) as env:
+        ref.reset()
+        env.reset()
+        handle, recv, send, step = env.xla()
+        jstep, jsend, jrecv = jax.jit(step), jax.jit(send), jax.jit(recv)
+        for k in range(20):
+            a = np.full(n, k % 2)
+            if k % 2:
+                handle, (obs, reward, term, trunc, _) = jstep(handle, a)
+            else:
+                handle, (obs, reward, term, trunc, _) = jrecv(jsend(handle, a))
+            o, r, *_ = ref.step(a)
+            np.testing.assert_array_equal(np.asarray(obs), o)
+            np.testing.assert_array_equal(np.asarray(reward), r)
+
+
+def test_async_pool_recv_send_in_scan_follows_each_envs_trajectory():
+    """batch_size < num_envs: rows come in completion order; a policy of the observation makes each env's
+    trajectory independent of that order, so each env's rows equal its rows in a sync pool."""
+    n, b, t = 8, 4, 40
+    with fastvec.make("CartPole-v1", n, seed=5) as ref:
+        obs, _ = ref.reset()
+        per_env = [[o] for o in obs]
+        for _ in range(2 * t):  # (an env may be stepped in every batch)
+            obs, *_ = ref.step((obs[:, 2] > 0).astype(np.int64))
+            for i in range(n):
+                per_env[i].append(obs[i])
+    with fastvec.make("CartPole-v1", n, batch_size=b, seed=5) as env:
+        env.async_reset()
+        handle, recv, send, _ = env.xla()
+
+        def body(h, _):
+            h, (obs, _, _, _, info) = recv(h)
+            h = send(h, (obs[:, 2] > 0).astype(jnp.int32), info["env_id"])
+            return h, (obs, info["env_id"])
+
+        handle, (obs, ids) = jax.jit(lambda h: jax.lax.scan(body, h, None, length=2 * t))(handle)
+        seen = [0] * n
+        for o, i in zip(np.asarray(obs).reshape(-1, 4), np.asarray(ids).reshape(-1), strict=True):
+            np.testing.assert_array_equal(o, per_env[i][seen[i]])
+            seen[i] += 1
+        assert sum(seen) == 2 * t * b
+
+
+def test_envpool_xla_has_envpools_info_and_the_python_steps_values():
+    n, t = 3, 50
+    actions = np.random.default_rng(1).integers(0, 2, size=(t, n))
+    ref = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=n, seed=7)
+    env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=n, seed=7)
+    try:
+        ref.reset()
+        env.reset()
+        handle, _, _, step = env.xla()
+        handle, (obs, reward, term, trunc, info) = scan_steps(step, handle, jnp.asarray(actions))
+        assert set(info) == {"env_id", "players", "elapsed_step"} and set(info["players"]) == {"env_id"}
+        for k, (o, _, _, _, i) in enumerate(python_steps(ref, actions)):
+            np.testing.assert_array_equal(np.asarray(obs[k]), o)
+            np.testing.assert_array_equal(np.asarray(info["elapsed_step"][k]), i["elapsed_step"])
+            np.testing.assert_array_equal(np.asarray(info["players"]["env_id"][k]), i["players"]["env_id"])
+    finally:
+        ref.close()
+        env.close()
+
+
+@pytest.mark.atari
+@pytest.mark.slow
+def test_cleanrl_style_scan_on_pong_gives_the_python_loops_trajectories():
+    """What ppo_atari_envpool_xla_jax_scan.py does with envs.xla(), on fastvec.envpool.legacy's Pong."""
+    n, t = 2, 40
+    kwargs = dict(env_type="gym", num_envs=n, episodic_life=True, reward_clip=True, seed=1)
+    actions = np.random.default_rng(2).integers(0, 6, size=(t, n))
+    ref, env = legacy.make("Pong-v5", **kwargs), legacy.make("Pong-v5", **kwargs)
+    try:
+        ref.reset()
+        env.reset()
+        handle, _, _, step_env = env.xla()
+
+        def step_once(carry, a):
+            returns, h = carry
+            h, (next_obs, reward, next_done, info) = step_env(h, a)
+            returns = (returns + info["reward"]) * (1 - info["terminated"]) * (1 - info["TimeLimit.truncated"])
+            return (returns, h), (next_obs, reward, next_done, info["lives"])
+
+        (_, handle), (obs, reward, done, lives) = jax.jit(lambda c, a: jax.lax.scan(step_once, c, a))(
+            (jnp.zeros(n, jnp.float32), handle), jnp.asarray(actions)
+        )
+        assert obs.shape == (t, n, 4, 84, 84) and obs.dtype == jnp.uint8
+        for k, (o, r, d, i) in enumerate(python_steps(ref, actions)):
+            np.testing.assert_array_equal(np.asarray(obs[k]), o, err_msg=f"step {k}")
+            np.testing.assert_array_equal(np.asarray(reward[k]), r)
+            np.testing.assert_array_equal(np.asarray(done[k]), d)
+            np.testing.assert_array_equal(np.asarray(lives[k]), i["lives"])
+    finally:
+        ref.close()
+        env.close()
+
+
+# -- bad use ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cartpole():
+    with fastvec.make("CartPole-v1", 4, seed=0) as env:
+        env.reset()
+        yield env
+
+
+def test_wrong_actions_are_refused_when_traced(cartpole):
+    handle, _, send, step = cartpole.xla()
+    with pytest.raises(ValueError, match=r"actions must have shape \(4,\), got \(3,\)"):
+        jax.jit(step)(handle, jnp.zeros(3, jnp.int32))
+    with pytest.raises(TypeError, match="must be integers, got dtype float32"):
+        jax.jit(step)(handle, jnp.zeros(4, jnp.float32))
+    with pytest.raises(TypeError, match="handle must be the"):
+        step(jnp.zeros(4, jnp.uint8), jnp.zeros(4, jnp.int32))
+    with pytest.raises(ValueError, match=r"env_id must name batch_size \(4\) envs"):
+        send(handle, jnp.zeros(4, jnp.int32), jnp.arange(2))
+    handle, (obs, *_) = jax.jit(step)(handle, jnp.zeros(4, jnp.int32))  # the pool is untouched: steps on
+    assert obs.shape == (4, 4)
+
+
+def test_out_of_range_actions_are_an_error_and_the_handle_stays_current(cartpole):
+    handle, _, _, step = cartpole.xla()
+    jstep = jax.jit(step)
+    with pytest.raises(JaxRuntimeError, match=r"actions\[1\] = 2 is out of range for Discrete\(2\)"):
+        jax.block_until_ready(jstep(handle, jnp.array([0, 2, 0, 0])))
+    handle, (obs, *_) = jstep(handle, jnp.array([0, 1, 0, 1]))
+    assert np.isfinite(np.asarray(obs)).all()
+
+
+def test_a_stale_handle_or_another_pools_handle_is_an_error(cartpole):
+    first, _, _, step = cartpole.xla()
+    jstep = jax.jit(step)
+    handle, _ = jstep(first, jnp.zeros(4, jnp.int32))
+    with pytest.raises(JaxRuntimeError, match="stale handle: it was already used"):
+        jax.block_until_ready(jstep(first, jnp.zeros(4, jnp.int32)))
+    handle, _ = jstep(handle, jnp.zeros(4, jnp.int32))  # the current one still works
+    assert np.array_equal(np.asarray(cartpole.xla().handle), np.asarray(handle))  # xla() gives the current one
+    with fastvec.make("CartPole-v1", 4, seed=0) as other:
+        other.reset()
+        other_handle = other.xla().handle
+        with pytest.raises(JaxRuntimeError, match="belongs to another pool"):
+            jax.block_until_ready(jstep(other_handle, jnp.zeros(4, jnp.int32)))
+
+
+def test_a_closed_pool_is_an_error_not_a_crash():
+    env = fastvec.make("CartPole-v1", 4, seed=0)
+    env.reset()
+    handle, _, _, step = env.xla()
+    jstep = jax.jit(step)
+    handle, _ = jstep(handle, jnp.zeros(4, jnp.int32))
+    env.close()
+    with pytest.raises(JaxRuntimeError, match="the pool is closed"):
+        jax.block_until_ready(jstep(handle, jnp.zeros(4, jnp.int32)))
+    del env  # the pool's memory goes; its handle still finds nothing to step
+    with pytest.raises(JaxRuntimeError, match="the pool is closed"):
+        jax.block_until_ready(jstep(handle, jnp.zeros(4, jnp.int32)))
+    with pytest.raises(fastvec.vector.ClosedError):
+        closed = fastvec.make("CartPole-v1", 2)
+        closed.close()
+        closed.xla()
+
+
+def test_a_step_before_reset_is_an_error_and_the_pool_goes_on():
+    with fastvec.make("CartPole-v1", 2, seed=0) as env:
+        handle, _, _, step = env.xla()
+        with pytest.raises(JaxRuntimeError, match="has not been reset"):
+            jax.block_until_ready(jax.jit(step)(handle, jnp.zeros(2, jnp.int32)))
+        env.reset()
+        handle, (obs, *_) = jax.jit(step)(handle, jnp.zeros(2, jnp.int32))
+        assert obs.shape == (2, 4)
+
+
+def test_async_send_needs_env_id():
+    with fastvec.make("CartPole-v1", 4, batch_size=2, seed=0) as env:
+        env.async_reset()
+        handle, recv, send, _ = env.xla()
+        with pytest.raises(ValueError, match="without env_id"):
+            send(handle, jnp.zeros(2, jnp.int32))
+
+
+def test_what_xla_cannot_step_is_refused():
+    with (
+        fastvec.make("CartPole-v1", 2, autoreset_mode="same_step") as env,
+        pytest.raises(ValueError, match="next_step"),
+    ):
+        env.xla()
+    with fastvec.make("CartPole-v1", 2, backend="python") as env, pytest.raises(TypeError, match="native envs only"):
+        env.xla()
+
+
+def test_without_jax_xla_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)
+    with fastvec.make("CartPole-v1", 2) as env, pytest.raises(ImportError, match=r"pip install 'fastvec\[xla\]'"):
+        env.xla()
+
+
+# -- learning ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cleanrl_style_jitted_ppo_rollout_learns_cartpole():
+    """PPO as CleanRL's ppo_atari_envpool_xla_jax_scan.py does it (the rollout a jitted lax.scan over
+    envs.xla()'s step, episode returns tracked in the scan's carry), with a small MLP: 120 updates of 1024 steps
+    (a few seconds, once compiled) raise the mean return of the episodes that end from a random policy's (about
+    22) to over 100."""
+    n, steps, updates, epochs, minibatches = 16, 64, 120, 4, 4
+    env = legacy.make("CartPole-v1", env_type="gym", num_envs=n, seed=0)
+    key = jax.random.PRNGKey(0)
+
+    def dense(k, i, o, scale):
+        return {"w": jax.nn.initializers.orthogonal(scale)(k, (i, o)), "b": jnp.zeros(o)}
+
+    keys = jax.random.split(key, 5)
+    params = {
+        "h1": dense(keys[0], 4, 64, np.sqrt(2)),
+        "h2": dense(keys[1], 64, 64, np.sqrt(2)),
+        "pi": dense(keys[2], 64, 2, 0.01),
+        "v": dense(keys[3], 64, 1, 1.0),
+    }
+
+    def forward(p, x):
+        h = jnp.tanh(x @ p["h1"]["w"] + p["h1"]["b"])
+        h = jnp.tanh(h @ p["h2"]["w"] + p["h2"]["b"])
+        return h @ p["pi"]["w"] + p["pi"]["b"], (h @ p["v"]["w"] + p["v"]["b"])[:, 0]
+
+    def rollout(params, obs, done, ep, key, handle):
+        def step_once(carry, _):
+            obs, done, ep, key, handle = carry
+            logits, value = forward(params, obs)
+            key, sub = jax.random.split(key)
+            action = jax.random.categorical(sub, logits)
+            logp = jax.nn.log_softmax(logits)[jnp.arange(n), action]
+            handle, (next_obs, reward, next_done, info) = step_env(handle, action)
+            ret = ep + info["reward"] if "reward" in info else ep + reward
+            finished = jnp.where(next_done, ret, jnp.nan)
+            ep = ret * (1 - next_done)
+            return (next_obs, next_done, ep, key, handle), (obs, action, logp, value, reward, done, finished)
+
+        return jax.lax.scan(step_once, (obs, done, ep, key, handle), None, length=steps)
+
+    def loss(params, obs, action, logp, adv, ret):
+        logits, value = forward(params, obs)
+        new_logp = jax.nn.log_softmax(logits)[jnp.arange(len(action)), action]
+        ratio = jnp.exp(new_logp - logp)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg = jnp.maximum(-adv * ratio, -adv * jnp.clip(ratio, 0.8, 1.2)).mean()
+        entropy = -(jax.nn.softmax(logits) * jax.nn.log_softmax(logits)).sum(-1).mean()
+        return pg + 0.5 * ((value - ret) ** 2).mean() - 0.01 * entropy
+
+    @jax.jit
+    def update(params, opt, carry):
+        (obs, done, ep, key, handle), (b_obs, b_act, b_logp, b_val, b_rew, b_done, finished) = rollout(params, *carry)
+        _, next_value = forward(params, obs)
+        values = jnp.concatenate([b_val, next_value[None]])
+        dones = jnp.concatenate([b_done[1:], done[None]])
+
+        def gae(a, x):
+            d, v, v_next, r = x
+            a = r + 0.99 * v_next * (1 - d) - v + 0.99 * 0.95 * (1 - d) * a
+            return a, a
+
+        _, adv = jax.lax.scan(gae, jnp.zeros(n), (dones, values[:-1], values[1:], b_rew), reverse=True)
+        flat = [x.reshape(steps * n, *x.shape[2:]) for x in (b_obs, b_act, b_logp, adv, adv + b_val)]
+        key, sub = jax.random.split(key)
+        order = jnp.concatenate([jax.random.permutation(k, steps * n) for k in jax.random.split(sub, epochs)])
+        batches = [x[order].reshape(epochs * minibatches, -1, *x.shape[1:]) for x in flat]
+
+        def adam(state, batch):  # (Adam by hand: no optax needed)
+            params, m, v, t = state
+            grads = jax.grad(loss)(params, *batch)
+            t = t + 1
+            m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+            v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+            c1, c2 = 1 - 0.9**t, 1 - 0.999**t
+            params = jax.tree.map(lambda p, m, v: p - 2.5e-3 * (m / c1) / (jnp.sqrt(v / c2) + 1e-5), params, m, v)
+            return (params, m, v, t), None
+
+        (params, m, v, t), _ = jax.lax.scan(adam, (params, *opt), batches)
+        opt = (m, v, t)
+        return params, opt, (obs, done, ep, key, handle), finished
+
+    try:
+        handle, _, _, step_env = env.xla()
+        obs = jnp.asarray(env.reset())
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        opt = (zeros, zeros, jnp.zeros((), jnp.int32))
+        carry = (obs, jnp.zeros(n, bool), jnp.zeros(n, jnp.float32), keys[4], handle)
+        returns = []
+        for _ in range(updates):
+            params, opt, carry, finished = update(params, opt, carry)
+            returns.append(np.asarray(finished))
+        first = np.nanmean(np.concatenate([r.ravel() for r in returns[:5]]))
+        last = np.nanmean(np.concatenate([r.ravel() for r in returns[-20:]]))
+        assert first < 40 and last > 100, (first, last)
+    finally:
+        env.close()
+
+
+def test_a_build_without_xla_says_how_to_get_it(monkeypatch):
+    monkeypatch.setattr(fastvec._core, "has_xla", False)
+    with fastvec.make("CartPole-v1", 2) as env, pytest.raises(ImportError, match="this build of fastvec has no xla"):
+        env.xla()
