@@ -220,6 +220,46 @@ def test_a_closed_pool_is_an_error_not_a_crash():
         closed.xla()
 
 
+def test_an_envs_exception_is_an_error_naming_it_and_the_pool_goes_on():
+    with fastvec.make("_Debug-v0", 2, seed=0, throw_at_step=3) as env:
+        env.reset()
+        handle, _, _, step = env.xla()
+        with pytest.raises(JaxRuntimeError, match=r"an env raised \(env \d\)"):
+            jax.block_until_ready(scan_steps(step, handle, jnp.zeros((5, 2), jnp.int32)))
+        env.reset()
+        handle = env.xla().handle  # (the scan's last handle never came back: xla() gives the current one)
+        handle, (obs, *_) = jax.jit(step)(handle, jnp.zeros(2, jnp.int32))
+        np.testing.assert_array_equal(np.asarray(obs)[:, 0], [1, 1])
+
+
+def test_closing_the_pool_under_a_waiting_jitted_call_ends_it_with_an_error():
+    """close() from another thread while a jitted step waits for slow envs: the call ends with "closed" (or,
+    if close came first, is refused so), and nothing hangs."""
+    env = fastvec.make("_Debug-v0", 2, batch_size=1, num_threads=2, block_size=1, seed=0, sleep_us=2e6)
+    env.async_reset()
+    handle, recv, send, _ = env.xla()
+    handle, _ = jax.jit(recv)(handle)
+    handle, (obs, _, _, _, info) = jax.jit(recv)(handle)  # both envs' resets received: nothing in flight
+    jsend_recv = jax.jit(lambda h, a, i: recv(send(h, a, i)))
+    jsend_recv.lower(handle, jnp.zeros(1, jnp.int32), info["env_id"]).compile()
+    errors = []
+
+    def call():
+        try:
+            jax.block_until_ready(jsend_recv(handle, jnp.zeros(1, jnp.int32), info["env_id"]))
+        except JaxRuntimeError as e:
+            errors.append(str(e))
+
+    import threading
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    env.close()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert len(errors) == 1 and "the pool is closed" in errors[0]
+
+
 def test_a_step_before_reset_is_an_error_and_the_pool_goes_on():
     with fastvec.make("CartPole-v1", 2, seed=0) as env:
         handle, _, _, step = env.xla()
