@@ -121,6 +121,31 @@ def test_envpool_xla_has_envpools_info_and_the_python_steps_values():
         env.close()
 
 
+def test_dm_xla_gives_the_timesteps_of_the_python_loop():
+    n, t = 3, 60
+    actions = np.random.default_rng(3).integers(0, 2, size=(t, n))
+    ref = envpool.make("CartPole-v1", env_type="dm", num_envs=n, seed=2)
+    env = envpool.make("CartPole-v1", env_type="dm", num_envs=n, seed=2)
+    try:
+        ref.reset()
+        env.reset()
+        handle, _, _, step = env.xla()
+        handle, ts = scan_steps(step, handle, jnp.asarray(actions))
+        assert type(ts).__name__ == "TimeStep" and set(ts.observation._fields) == {"env_id", "players", "obs"}
+        for k, expected in enumerate(python_steps(ref, actions)):
+            np.testing.assert_array_equal(np.asarray(ts.step_type[k]), expected.step_type)
+            np.testing.assert_array_equal(np.asarray(ts.discount[k]), expected.discount)
+            np.testing.assert_array_equal(np.asarray(ts.reward[k]), expected.reward)
+            np.testing.assert_array_equal(np.asarray(ts.observation.obs[k]), expected.observation.obs)
+            np.testing.assert_array_equal(
+                np.asarray(ts.observation.players.env_id[k]), expected.observation.players.env_id
+            )
+        assert (np.asarray(ts.step_type) == 2).any() and (np.asarray(ts.step_type) == 0).any()
+    finally:
+        ref.close()
+        env.close()
+
+
 @pytest.mark.atari
 @pytest.mark.slow
 def test_cleanrl_style_scan_on_pong_gives_the_python_loops_trajectories():
