@@ -88,16 +88,19 @@ class DMEnvPool(EnvPoolFace):
                 "life needs each env's previous lives, which jitted calls do not keep; compare info lives yourself"
             )
 
+        # (the calls hold no reference to the env: del env still closes it)
+        envpool_result, state_type, time_step = pool._xla_result, self._state, self._time_step
+
         def result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> Any:
             import jax.numpy as jnp
 
-            info = pool._xla_result(obs, reward, terminated, truncated, info)[4]
+            info = envpool_result(obs, reward, terminated, truncated, info)[4]
             step_type = jnp.where(info["elapsed_step"] == 0, 0, 1)
             step_type = jnp.where(terminated | truncated, 2, step_type).astype(jnp.int32)
             discount = jnp.where(terminated, 0.0, 1.0).astype(jnp.float32)
-            values = {k: info[k] for k in self._state._fields if k not in ("obs", "players")}
-            state = self._state(obs=obs, players=Players(info["env_id"]), **values)
-            return self._time_step(
+            values = {k: info[k] for k in state_type._fields if k not in ("obs", "players")}
+            state = state_type(obs=obs, players=Players(info["env_id"]), **values)
+            return time_step(
                 step_type=step_type, reward=reward.astype(jnp.float32), discount=discount, observation=state
             )
 

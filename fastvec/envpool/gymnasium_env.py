@@ -239,8 +239,10 @@ class LegacyGymEnvPool(GymnasiumEnvPool):
         actions)`` returns ``(handle, (obs, reward, done, info))``, with ``info["TimeLimit.truncated"]``."""
         from fastvec import _xla
 
+        envpool_result = self._xla_result  # (the calls hold no reference to the env: del env still closes it)
+
         def result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> tuple:
-            obs, reward, terminated, truncated, info = self._xla_result(obs, reward, terminated, truncated, info)
+            obs, reward, terminated, truncated, info = envpool_result(obs, reward, terminated, truncated, info)
             info["TimeLimit.truncated"] = truncated & ~terminated
             return obs, reward, terminated | truncated, info
 

@@ -249,9 +249,10 @@ void NativePool::drain() {
 
 void NativePool::close() {
   if (foreign()) return;
+  std::shared_ptr<XlaPort> port = xla_;  // (read with the GIL held: xla_handle() sets it)
   without_gil([&] {
     pool_->close();
-    if (xla_) xla_->detach();  // (after close, which wakes a jitted call waiting in the pool)
+    if (port) port->detach();  // (after close, which wakes a jitted call waiting in the pool)
   });
 }
 

@@ -285,6 +285,24 @@ def test_closing_the_pool_under_a_waiting_jitted_call_ends_it_with_an_error():
     assert len(errors) == 1 and "the pool is closed" in errors[0]
 
 
+@pytest.mark.parametrize("make", [legacy.make_gym, envpool.make_gymnasium, envpool.make_dm])
+def test_the_calls_hold_no_reference_to_the_env(make):
+    """As a Python step function would not: dropping the env closes its pool, and its calls then say so."""
+    import gc
+    import weakref
+
+    env = make("CartPole-v1", num_envs=2, seed=0)
+    env.reset()
+    handle, _, _, step = env.xla()
+    handle, _ = jax.jit(step)(handle, jnp.zeros(2, jnp.int32))
+    dropped = weakref.ref(env)
+    del env
+    gc.collect()
+    assert dropped() is None
+    with pytest.raises(JaxRuntimeError, match="the pool is closed"):
+        jax.block_until_ready(jax.jit(step)(handle, jnp.zeros(2, jnp.int32)))
+
+
 def test_a_step_before_reset_is_an_error_and_the_pool_goes_on():
     with fastvec.make("CartPole-v1", 2, seed=0) as env:
         handle, _, _, step = env.xla()
