@@ -443,3 +443,9 @@ def test_a_build_without_xla_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(fastvec._core, "has_xla", False)
     with fastvec.make("CartPole-v1", 2) as env, pytest.raises(ImportError, match="this build of fastvec has no xla"):
         env.xla()
+
+
+def test_a_gpu_backend_is_refused_as_cpu_only_for_now(monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    with fastvec.make("CartPole-v1", 2) as env, pytest.raises(RuntimeError, match="CPU backend only for now"):
+        env.xla()
