@@ -146,6 +146,30 @@ def test_dm_xla_gives_the_timesteps_of_the_python_loop():
         env.close()
 
 
+@pytest.mark.mujoco
+@pytest.mark.parametrize("x64", [False, True])
+def test_float64_envs_come_as_jax_has_them_with_or_without_x64(x64):
+    """Hopper's float64 observations, rewards, actions and info values: float32 in jax's default mode (converted
+    by the handlers), float64 with x64; the values the Python loop gives, in that dtype."""
+    n, t = 3, 80
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(t, n, 3)).astype(np.float32)
+    with fastvec.make("Hopper-v5", n, seed=1) as ref, fastvec.make("Hopper-v5", n, seed=1) as env:
+        ref.reset()
+        env.reset()
+        with jax.enable_x64(x64):
+            handle, _, _, step = env.xla()
+            handle, (obs, reward, terminated, _, info) = scan_steps(step, handle, jnp.asarray(actions))
+        dtype = np.float64 if x64 else np.float32
+        assert obs.dtype == reward.dtype == info["x_position"].dtype == dtype
+        for k, (o, r, term, _, i) in enumerate(python_steps(ref, actions)):
+            np.testing.assert_array_equal(np.asarray(obs[k]), o.astype(dtype))
+            np.testing.assert_array_equal(np.asarray(reward[k]), r.astype(dtype))
+            np.testing.assert_array_equal(np.asarray(terminated[k]), term)
+            np.testing.assert_array_equal(np.asarray(info["x_position"][k]), i["x_position"].astype(dtype))
+            np.testing.assert_array_equal(np.asarray(info["_x_position"][k]), i["_x_position"])
+        assert np.asarray(terminated).any()
+
+
 @pytest.mark.atari
 @pytest.mark.slow
 def test_cleanrl_style_scan_on_pong_gives_the_python_loops_trajectories():
