@@ -644,6 +644,39 @@ class VectorEnv(gym.vector.VectorEnv):
             raise
         return self._result(r)
 
+    # -- jitted JAX code ---------------------------------------------------
+
+    def xla(self) -> Any:
+        """``(handle, recv, send, step)``: this pool's calls as XLA custom calls, for jitted JAX code
+        (``jax.jit``, ``jax.lax.scan``), as EnvPool's ``xla()`` gives them; JAX's CPU backend, native envs, and
+        ``autoreset_mode="next_step"`` only (jax is the ``xla`` extra).
+
+        >>> handle, recv, send, step = env.xla()
+        >>> handle, (obs, reward, terminated, truncated, info) = jax.jit(step)(handle, actions)
+
+        Each call takes the handle the previous one returned (``lax.scan`` carries it) and returns the next;
+        a handle already used, of another pool or of a closed pool is an error. ``info`` holds ``env_id`` and
+        the env's values (with their ``_name`` masks where the env has them), every key in every batch (a
+        jitted function's outputs have fixed shapes); no episode statistics. Reset from Python first
+        (``reset()``, or ``async_reset()`` for an async pool, whose ``recv`` takes the first batch).
+        """
+        from fastvec import _xla
+
+        return _xla.make(self._xla_pool(), self.label, lambda *result: result)
+
+    def _xla_pool(self) -> NativePool:
+        """The native pool under this façade, for :meth:`xla` (refused for what xla() cannot step)."""
+        self.check_open()
+        if not isinstance(self._pool, NativePool):
+            raise TypeError(
+                f"xla() steps fastvec's native envs only; {self.label} runs Python envs in worker processes"
+            )
+        if self._mode is not AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                f"xla() needs autoreset_mode='next_step' (EnvPool's and ale-py's), got {self._mode.value!r}"
+            )
+        return self._pool
+
     # -- per-env access ----------------------------------------------------
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

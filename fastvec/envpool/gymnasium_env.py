@@ -202,6 +202,22 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._spec!r})"
 
+    def xla(self) -> Any:
+        """EnvPool's ``xla()``: ``(handle, recv, send, step)`` as XLA custom calls for jitted JAX code, where
+        ``step(handle, actions, env_id=None)`` returns ``(handle, (obs, reward, terminated, truncated, info))``
+        with EnvPool's info keys (:meth:`fastvec.VectorEnv.xla` says the rest)."""
+        from fastvec import _xla
+
+        return _xla.make(
+            self._xla_pool(), self.label, self._xla_result, {"reward": np.float32} if self._atari else None
+        )
+
+    @staticmethod
+    def _xla_result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> tuple:
+        """A jitted batch as EnvPool's xla() gives it (its info: env_id, players, the env's values)."""
+        env_id = info.pop("env_id")
+        return obs, reward, terminated, truncated, {"env_id": env_id, "players": {"env_id": env_id}, **info}
+
 
 def _pick(result: tuple, rows: np.ndarray) -> tuple:
     obs, rew, term, trunc, info = result
@@ -241,6 +257,20 @@ class LegacyGymEnvPool(GymnasiumEnvPool):
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, dict[str, Any]]:  # type: ignore[override]
         return _legacy(super().recv(timeout))
+
+    def xla(self) -> Any:
+        """EnvPool 0.6-0.8's ``xla()``, which CleanRL's ``ppo_atari_envpool_xla_jax*.py`` use: ``step(handle,
+        actions)`` returns ``(handle, (obs, reward, done, info))``, with ``info["TimeLimit.truncated"]``."""
+        from fastvec import _xla
+
+        envpool_result = self._xla_result  # (the calls hold no reference to the env: del env still closes it)
+
+        def result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> tuple:
+            obs, reward, terminated, truncated, info = envpool_result(obs, reward, terminated, truncated, info)
+            info["TimeLimit.truncated"] = truncated & ~terminated
+            return obs, reward, terminated | truncated, info
+
+        return _xla.make(self._xla_pool(), self.label, result, {"reward": np.float32} if self._atari else None)
 
 
 def _gym_module() -> Any:
