@@ -159,7 +159,10 @@ class BlockStepper {
 
   // Steps block b, then claims its rows in the ring and writes them: one row
   // per env, but none for envs held (a send for part of the block).
-  void run(int b, ResultRing& ring) {
+  // `stepped` runs once the block's envs have stepped, before its rows are published (a caller woken by them
+  // then sees whatever `stepped` did: the pool's workers end a CPU lend there, cpu_spread.hpp).
+  template <class Stepped = void (*)()>
+  void run(int b, ResultRing& ring, Stepped&& stepped = [] {}) {
     E& env = *blocks_[b];
     Scratch& s = scratch_[b];
     const int base = b * block_size_, n = block_size_;
@@ -185,6 +188,7 @@ class BlockStepper {
       step_each(env, s, base);
     }
     count_steps(env, s, base);
+    stepped();
 
     const int64_t pos = ring.claim(n - held);
     if (held == 0 && (sync_ || ring.one_slot(pos, n))) {

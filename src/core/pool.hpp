@@ -453,8 +453,7 @@ class Pool final : public PoolBase {
     spread_.worker_started(id);
     for (int b; (b = queue_.pop(id)) >= 0;) {
       spread_.worker_at(id, queue_.allowed());
-      envs_.run(b, ring_);
-      spread_.worker_done(id);
+      envs_.run(b, ring_, [&] { spread_.worker_done(id); });
     }
     spread_.worker_ended(id);
   }
