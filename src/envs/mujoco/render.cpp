@@ -290,8 +290,6 @@ class CurrentContext {
 
 }  // namespace
 
-std::string render_unavailable() { return egl().error; }
-
 Renderer::Renderer(std::shared_ptr<const mjModel> model, int width, int height, int max_geom,
                    const mjvOption& option, int buffer_width, int buffer_height)
     : model_(std::move(model)),

@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 namespace fastvec::envs::mujoco {
@@ -54,9 +53,5 @@ class Renderer {
   bool scene_made_ = false;
   std::vector<uint8_t> upside_down_;  // mjr_readPixels' rows, bottom to top
 };
-
-// Why this process cannot render (EGL missing or no usable display), or an empty string if it can: opens EGL
-// and its display as the first frame would.
-std::string render_unavailable();
 
 }  // namespace fastvec::envs::mujoco
