@@ -103,22 +103,21 @@ _CAMERA_FIELDS = ("type", "fixedcamid", "trackbodyid", "lookat", "distance", "az
 _INT_CAMERA_FIELDS = ("type", "fixedcamid", "trackbodyid", "orthographic")
 
 
-def mujoco_camera_options(entry: EnvEntry, kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+def mujoco_camera_options(
+    entry: EnvEntry, kwargs: dict[str, Any], render_mode: str | None
+) -> tuple[dict[str, str], dict[str, Any]]:
     """Takes gymnasium's camera keywords (:data:`MUJOCO_CAMERA_KEYWORDS`) out of ``kwargs`` for a native MuJoCo env
     (``{}, {}`` for another family), checked (a TypeError or ValueError naming the keyword): the texts of its C++
     options ``camera``, ``camera_config`` and ``visual_options`` (src/envs/mujoco/frames.hpp), and the keywords
-    with gymnasium's defaults filled in (``default_camera_config``: the default of gymnasium's env class, e.g.
-    Hopper-v5's ``DEFAULT_CAMERA_CONFIG``)."""
+    with gymnasium's defaults filled in. ``default_camera_config``'s is the default of gymnasium's env class (e.g.
+    Hopper-v5's ``DEFAULT_CAMERA_CONFIG``), looked up (gymnasium's MuJoCo envs imported) only for a render mode."""
     if entry.family != "mujoco":
         return {}, {}
     given = {name: kwargs.pop(name) for name in MUJOCO_CAMERA_KEYWORDS if name in kwargs}
-    keywords: dict[str, Any] = {
-        "camera_id": None,
-        "camera_name": None,
-        "default_camera_config": _default_camera_config(entry.id),
-        "visual_options": {},
-        **given,
-    }
+    keywords: dict[str, Any] = {"camera_id": None, "camera_name": None, "visual_options": {}}
+    if render_mode is not None:
+        keywords["default_camera_config"] = _default_camera_config(entry.id)
+    keywords.update(given)
     camera_id, camera_name = keywords["camera_id"], keywords["camera_name"]
     if camera_id is not None and camera_name is not None:
         raise ValueError("Both `camera_id` and `camera_name` cannot be specified at the same time.")
@@ -133,7 +132,7 @@ def mujoco_camera_options(entry: EnvEntry, kwargs: dict[str, Any]) -> tuple[dict
         camera = f"name:{camera_name}"
     texts = {
         "camera": camera,
-        "camera_config": _camera_config_text(entry.id, keywords["default_camera_config"]),
+        "camera_config": _camera_config_text(entry.id, keywords.get("default_camera_config")),
         "visual_options": _visual_options_text(entry.id, keywords["visual_options"]),
     }
     return texts, keywords

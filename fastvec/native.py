@@ -81,7 +81,7 @@ def make_pool(
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
-    camera_texts, camera_keywords = _render.mujoco_camera_options(entry, env_kwargs)
+    camera_texts, camera_keywords = _render.mujoco_camera_options(entry, env_kwargs, render_mode)
     options = env_options(entry, env_kwargs)
     options.texts.update(camera_texts)
     return NativePool(

@@ -305,6 +305,11 @@ def test_keywords_are_reported():
     np.testing.assert_array_equal(np.stack(again.render()), np.stack(env.render()))
     env.close()
     again.close()
+    single = gym.make("fastvec/Hopper-v5", render_mode="rgb_array", width=64, height=32)
+    single.reset(seed=0)
+    assert single.render().shape == (32, 64, 3)
+    assert single.metadata["render_fps"] == gym.make("Hopper-v5").metadata["render_fps"] == 125
+    single.close()
 
 
 # Run in a child process: gymnasium's env draws with mujoco.egl's context current on this thread, fastvec's pool
