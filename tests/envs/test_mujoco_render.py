@@ -75,7 +75,9 @@ def gymnasium_frames(tmp_path: Path, jobs: list[tuple]) -> list[list[np.ndarray]
 
 
 def random_actions(env_id: str, steps: int, num_envs: int, seed: int) -> np.ndarray:
-    space = gym.make(f"fastvec/{env_id}").action_space
+    env = gym.make(f"fastvec/{env_id}")
+    space = env.action_space
+    env.close()
     rng = np.random.default_rng(seed)
     return rng.uniform(space.low, space.high, (steps, num_envs, *space.shape)).astype(np.float32)
 
@@ -370,3 +372,35 @@ def test_missing_egl_says_what_to_install(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "libEGL.so.1 cannot be loaded" in run.stdout and "apt-get install libegl1 libegl-mesa0" in run.stdout
+
+
+FORKED = """
+import os, sys
+import numpy as np
+import fastvec
+env = fastvec.make("Reacher-v5", num_envs=1, seed=0, render_mode="rgb_array", width=32, height=32)
+env.reset()
+env.render()
+pid = os.fork()
+if pid == 0:
+    child = fastvec.make("Reacher-v5", num_envs=1, seed=0, render_mode="rgb_array", width=32, height=32)
+    child.reset()
+    try:
+        child.render()
+    except RuntimeError as e:
+        print(e, flush=True)
+    child.step(np.zeros((1, 2), dtype=np.float32))
+    child.close()
+    sys.exit(0)  # (with the thread's copy of the parent's context, which is not freed)
+_, status = os.waitpid(pid, 0)
+assert status == 0 and env.render()[0].shape == (32, 32, 3)
+env.close()
+"""
+
+
+def test_render_after_fork_is_refused():
+    """A child forked after its parent rendered (EGL's driver state has no threads in the child) gets a
+    RuntimeError saying so, not a hang; its pool goes on, and the parent renders on."""
+    run = subprocess.run([sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=200, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "forked from process" in run.stdout and "'spawn' or 'forkserver'" in run.stdout, run.stdout

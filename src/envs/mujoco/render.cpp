@@ -1,6 +1,7 @@
 #include "envs/mujoco/render.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -74,6 +75,7 @@ struct Egl {
   EGLDisplay display = nullptr;
   EGLConfig config = nullptr;
   std::string error;  // why this process cannot render; empty: it can
+  const pid_t pid = getpid();  // the process whose driver state this is (a fork's child has none of its threads)
 
   Egl() {
     // (RTLD_LOCAL: MuJoCo finds libEGL among the loaded libraries when it loads OpenGL: render/glad/glad.c)
@@ -170,7 +172,17 @@ class ThreadGl {
   static ThreadGl& get() {
     thread_local ThreadGl gl;
     if (gl.context_ == nullptr) gl.make();
+    check_process(egl());
     return gl;
+  }
+
+  // The driver's state (its display's threads: Mesa's rasterizer's) is its process's: a child forked after
+  // rendering would wait on threads it does not have. Refused instead.
+  static void check_process(const Egl& e) {
+    if (getpid() != e.pid)
+      throw std::runtime_error("MuJoCo rendering: this process was forked from process " + std::to_string(e.pid) +
+                               " after it had rendered, and EGL's state cannot be used across fork; render in the "
+                               "parent, or start child processes with 'spawn' or 'forkserver'");
   }
 
   ThreadGl() = default;
@@ -178,7 +190,7 @@ class ThreadGl {
   ThreadGl& operator=(const ThreadGl&) = delete;
 
   ~ThreadGl() {
-    if (context_ == nullptr) return;
+    if (context_ == nullptr || getpid() != egl().pid) return;  // (a fork's copy of the parent's: not this one's)
     const Egl& e = egl();
     // Frees what MuJoCo made in the context if it can still be made current (at the process's exit, EGL's
     // display may have been terminated first: then the driver frees it all).
@@ -236,6 +248,7 @@ class ThreadGl {
   void make() {
     const Egl& e = egl();
     if (!e.error.empty()) throw std::runtime_error("MuJoCo rendering: " + e.error);
+    check_process(e);
     if (e.BindAPI(kOpenGLApi) != kTrue)
       throw std::runtime_error("MuJoCo rendering: eglBindAPI(EGL_OPENGL_API) failed (" + hex(e.GetError()) + ")" +
                                kInstall);
