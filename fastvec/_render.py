@@ -1,5 +1,6 @@
-"""Frames of native envs: Atari's from the emulator's screen (C++), classic control's drawn by gymnasium's own
-classes (pygame) from each env's current state, so that a frame is the one gymnasium draws for that state.
+"""Frames of native envs: Atari's from the emulator's screen and MuJoCo's drawn by MuJoCo's own renderer (C++, in
+an EGL context: src/envs/mujoco/render.hpp), classic control's drawn by gymnasium's own classes (pygame) from each
+env's current state, so that a frame is the one gymnasium draws for that state.
 
 Which class draws an env is gymnasium's registry's answer for the env's id (a native env is a port of gymnasium's
 env of the same id); the classic-control family (the registry's family ``""``) is drawn so, where gymnasium has
@@ -9,13 +10,15 @@ the id.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import inspect
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium
 import numpy as np
 
-from fastvec.registry import lookup
+from fastvec.registry import EnvEntry, lookup
 
 
 def _acrobot(env: Any, o: np.ndarray) -> None:
@@ -36,13 +39,29 @@ _SET_STATE: dict[str, Callable[[Any, np.ndarray], None]] = {"AcrobotEnv": _acrob
 
 
 def can_render(env_id: str, native_frames: bool) -> bool:
-    """Whether ``env_id``'s native env has frames: its own (Atari) or gymnasium's drawing of its state."""
+    """Whether ``env_id``'s native env has frames: its own (Atari, MuJoCo) or gymnasium's drawing of its state."""
     return native_frames or (not lookup(env_id).family and env_id in gymnasium.registry)
 
 
 def render_fps(env_id: str, atari: bool) -> int:
-    """Frames per second a video of ``env_id`` plays at: gymnasium's class's (ale-py's 30 for Atari)."""
-    return 30 if atari else int(_gymnasium_class(env_id).metadata["render_fps"])
+    """Frames per second a video of ``env_id`` plays at: gymnasium's class's (ale-py's 30 for Atari; a MuJoCo env's,
+    which gymnasium's sets from its dt, with the default model and frame_skip)."""
+    if atari:
+        return 30
+    metadata = _gymnasium_class(env_id).metadata
+    return int(metadata["render_fps"]) if "render_fps" in metadata else _mujoco_fps(env_id)
+
+
+@functools.cache
+def _mujoco_fps(env_id: str) -> int:
+    """gymnasium's MujocoEnv metadata["render_fps"], int(np.round(1.0 / dt)), of ``env_id``'s default options."""
+    import mujoco
+
+    from fastvec.mujoco_models import model_path
+
+    options = lookup(env_id).options
+    timestep = mujoco.MjModel.from_xml_path(str(model_path(options["xml_file"]))).opt.timestep
+    return int(np.round(1.0 / (timestep * options["frame_skip"])))
 
 
 def _gymnasium_class(env_id: str) -> Any:
@@ -74,3 +93,107 @@ def draw(env_id: str, observations: np.ndarray) -> np.ndarray:
         set_state(env.unwrapped, np.asarray(o, dtype=np.float64))
         frames.append(env.render())
     return np.stack(frames)
+
+
+#: gymnasium's MujocoEnv rendering keywords that the C++ option table does not hold as they are (``width``,
+#: ``height`` and ``max_geom`` it does): :func:`mujoco_camera_options` writes them as its texts.
+MUJOCO_CAMERA_KEYWORDS = ("camera_id", "camera_name", "default_camera_config", "visual_options")
+#: The attributes of ``mujoco.MjvCamera`` a ``default_camera_config`` may set (gymnasium sets them with setattr).
+_CAMERA_FIELDS = ("type", "fixedcamid", "trackbodyid", "lookat", "distance", "azimuth", "elevation", "orthographic")
+_INT_CAMERA_FIELDS = ("type", "fixedcamid", "trackbodyid", "orthographic")
+
+
+def mujoco_camera_options(
+    entry: EnvEntry, kwargs: dict[str, Any], render_mode: str | None
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Takes gymnasium's camera keywords (:data:`MUJOCO_CAMERA_KEYWORDS`) out of ``kwargs`` for a native MuJoCo env
+    (``{}, {}`` for another family), checked (a TypeError or ValueError naming the keyword): the texts of its C++
+    options ``camera``, ``camera_config`` and ``visual_options`` (src/envs/mujoco/frames.hpp), and the keywords
+    with gymnasium's defaults filled in. ``default_camera_config``'s is the default of gymnasium's env class (e.g.
+    Hopper-v5's ``DEFAULT_CAMERA_CONFIG``), looked up (gymnasium's MuJoCo envs imported) only for a render mode."""
+    if entry.family != "mujoco":
+        return {}, {}
+    given = {name: kwargs.pop(name) for name in MUJOCO_CAMERA_KEYWORDS if name in kwargs}
+    keywords: dict[str, Any] = {"camera_id": None, "camera_name": None, "visual_options": {}}
+    if render_mode is not None:
+        keywords["default_camera_config"] = _default_camera_config(entry.id)
+    keywords.update(given)
+    camera_id, camera_name = keywords["camera_id"], keywords["camera_name"]
+    if camera_id is not None and camera_name is not None:
+        raise ValueError("Both `camera_id` and `camera_name` cannot be specified at the same time.")
+    camera = ""
+    if camera_id is not None:
+        if not isinstance(camera_id, (int, np.integer)) or isinstance(camera_id, bool):
+            raise TypeError(f"{entry.id} option 'camera_id' must be an int or None, got {camera_id!r}")
+        camera = f"index:{int(camera_id)}"
+    elif camera_name is not None:
+        if not isinstance(camera_name, str):
+            raise TypeError(f"{entry.id} option 'camera_name' must be a str or None, got {camera_name!r}")
+        camera = f"name:{camera_name}"
+    texts = {
+        "camera": camera,
+        "camera_config": _camera_config_text(entry.id, keywords.get("default_camera_config")),
+        "visual_options": _visual_options_text(entry.id, keywords["visual_options"]),
+    }
+    return texts, keywords
+
+
+def _default_camera_config(env_id: str) -> dict[str, Any] | None:
+    """The ``default_camera_config`` gymnasium's env class of ``env_id`` takes by default (a copy)."""
+    default = _class_camera_config(env_id)
+    return None if default is None else {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in default.items()}
+
+
+@functools.cache
+def _class_camera_config(env_id: str) -> Any:
+    parameter = inspect.signature(_gymnasium_class(env_id)).parameters.get("default_camera_config")
+    return None if parameter is None else parameter.default
+
+
+def _number(env_id: str, what: str, value: Any) -> str:
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise TypeError(f"{env_id} option {what} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{env_id} option {what} must be finite, got {value!r}")
+    return repr(number)
+
+
+def _camera_config_text(env_id: str, config: Any) -> str:
+    """``default_camera_config`` as frames.hpp reads it: "key=v[,v,v];..." (None: no config, as gymnasium's)."""
+    if config is None:
+        return ""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"{env_id} option 'default_camera_config' must be a dict or None, got {config!r}")
+    items = []
+    for key, value in config.items():
+        what = f"'default_camera_config'[{key!r}]"
+        if key not in _CAMERA_FIELDS:
+            raise ValueError(
+                f"{env_id} option 'default_camera_config' sets attributes of mujoco.MjvCamera "
+                f"({', '.join(_CAMERA_FIELDS)}), got {key!r}"
+            )
+        if key == "lookat":
+            values = np.asarray(value)
+            if values.shape != (3,):
+                raise ValueError(f"{env_id} option {what} must hold 3 numbers, got {value!r}")
+            items.append(f"{key}={','.join(_number(env_id, what, v.item()) for v in values)}")
+            continue
+        if key in _INT_CAMERA_FIELDS and not isinstance(value, (int, np.integer, bool)):
+            raise TypeError(f"{env_id} option {what} must be an int, got {value!r}")
+        items.append(f"{key}={_number(env_id, what, int(value) if isinstance(value, bool) else value)}")
+    return ";".join(items)
+
+
+def _visual_options_text(env_id: str, options: Any) -> str:
+    """``visual_options`` ({mujoco.mjtVisFlag: bool}) as frames.hpp reads it: "flag=0|1;..."."""
+    if not isinstance(options, Mapping):
+        raise TypeError(f"{env_id} option 'visual_options' must be a dict of mujoco.mjtVisFlag: bool, got {options!r}")
+    items = []
+    for flag, on in options.items():
+        if not isinstance(flag, (int, np.integer)) or isinstance(flag, bool):
+            raise TypeError(f"{env_id} option 'visual_options' keys must be mujoco.mjtVisFlag values, got {flag!r}")
+        if not isinstance(on, (bool, int, np.integer, np.bool_)):
+            raise TypeError(f"{env_id} option 'visual_options'[{flag!r}] must be a bool, got {on!r}")
+        items.append(f"{int(flag)}={int(bool(on))}")
+    return ";".join(items)

@@ -81,6 +81,9 @@ def make_pool(
     if max_episode_steps is None:
         max_episode_steps = entry.max_episode_steps
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
+    camera_texts, camera_keywords = _render.mujoco_camera_options(entry, env_kwargs, render_mode)
+    options = env_options(entry, env_kwargs)
+    options.texts.update(camera_texts)
     return NativePool(
         entry,
         shape,
@@ -90,8 +93,8 @@ def make_pool(
         max_episode_steps=max_episode_steps,
         autoreset_mode=autoreset_mode,
         seed=secrets.randbits(64) if seed is None else seed,  # the streams of envs reset before any seed reached them
-        options=env_options(entry, env_kwargs),
-        keywords={**entry.options, **env_kwargs},
+        options=options,
+        keywords={**entry.options, **camera_keywords, **env_kwargs},
         vector_entry_point=vector_entry_point,
         info_layout=info_layout,
         thread_affinity_offset=thread_affinity_offset,
@@ -100,8 +103,8 @@ def make_pool(
 
 
 def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
-    """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, classic
-    control drawn by gymnasium); a ValueError naming render_mode otherwise."""
+    """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, MuJoCo's
+    renderer, classic control drawn by gymnasium); a ValueError naming render_mode otherwise."""
     if render_mode is None:
         return None
     modes = render_modes(entry)
@@ -114,7 +117,7 @@ def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
 
 
 def render_modes(entry: EnvEntry) -> list[str]:
-    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None) else []
+    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None or entry.family == "mujoco") else []
 
 
 class NativePool(_core.Pool):
@@ -200,7 +203,7 @@ class NativePool(_core.Pool):
         self._rom_file = options.texts.get("rom")
         self._answers: dict[str, Any] | None = None  # what env_call answers beyond self.attributes (made on demand)
         self._env_id = entry.id
-        self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
+        self._own_frames = bool(spec["render_shape"])  # Atari's screen, MuJoCo's renderer; else drawn by gymnasium
         #: Attributes a Python env of the family has but a native env cannot answer, by name: why (env_call's error).
         self.unanswerable: dict[str, str] = {}
 

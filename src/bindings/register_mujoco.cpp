@@ -2,13 +2,14 @@
 
 #ifdef FASTVEC_WITH_MUJOCO
 #include "envs/mujoco/ant.hpp"
+#include "envs/mujoco/frames.hpp"
 #include "envs/mujoco/half_cheetah.hpp"
 #include "envs/mujoco/hopper.hpp"
 #include "envs/mujoco/humanoid.hpp"
 #include "envs/mujoco/inverted_pendulum.hpp"
 #include "envs/mujoco/reacher.hpp"
 #include "envs/mujoco/swimmer.hpp"
-#define MUJOCO(E) envs::mujoco::E
+#define MUJOCO(E) envs::mujoco::Rendered<envs::mujoco::E>  // with gymnasium's rgb_array frames (frames.hpp)
 #else
 #define MUJOCO(E) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
 #endif

@@ -384,8 +384,8 @@ def test_unknown_and_mistyped_options_are_named():
         fastvec.make("Ant-v5", 1, main_body=1.5)
     with pytest.raises(ValueError, match="frame_skip must be an integer"):
         fastvec.make("Ant-v5", 1, frame_skip=0)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'width'"):
-        fastvec.make("Ant-v5", 1, width=64)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'camera'"):  # (camera_id's text: internal)
+        fastvec.make("Ant-v5", 1, camera="index:0")
 
 
 def test_missing_or_broken_models_are_errors_naming_the_path(tmp_path):

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/options.hpp"
@@ -36,6 +37,17 @@ std::shared_ptr<const mjModel> load_model(const std::string& path);
 // Checks that the MuJoCo library this process loaded is the one fastvec was
 // built against (its headers describe the structs): std::runtime_error if not.
 void check_library_version();
+
+// fn(arg), which calls into MuJoCo and holds nothing with a destructor across those calls, with MuJoCo's fatal
+// errors thrown as core::EnvError("MuJoCo: ...") once back in this frame (simulation.cpp says how). Not reentrant.
+void call_catching_errors(void (*fn)(void*), void* arg);
+
+// f() (calls into MuJoCo, by a lambda that captures by reference) with MuJoCo's errors thrown as core::EnvError.
+template <class F>
+void catching_errors(F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  call_catching_errors([](void* p) { (*static_cast<Fn*>(p))(); }, &f);
+}
 
 // -- numpy's arithmetic, as gymnasium's envs call it ----------------------------
 //
@@ -187,6 +199,7 @@ class Simulation {
   Simulation(int n, const core::Options& o);
 
   const mjModel& model() const { return *model_; }
+  const std::shared_ptr<const mjModel>& shared_model() const { return model_; }
   mjData& data(int i) { return *data_[i]; }
   const mjData& data(int i) const { return *data_[i]; }
   int nq() const { return static_cast<int>(model_->nq); }

@@ -1,0 +1,57 @@
+#pragma once
+// MuJoCo's own renderer (mjv_updateScene, mjr_render, mjr_readPixels) drawing offscreen, headless, in an OpenGL
+// context made with EGL. libEGL is loaded at run time (dlopen), when a thread first renders: fastvec builds and
+// imports without it, and only rendering fails, saying what to install. The display is the one mujoco.egl picks
+// (mujoco/egl/__init__.py: the first EGL device that initializes, or MUJOCO_EGL_DEVICE_ID's; its config
+// attributes; a surfaceless EGL_OPENGL_API context), so that frames are the ones MuJoCo's Python bindings draw
+// with MUJOCO_GL=egl.
+//
+// Who owns what: an OpenGL context is current on one thread at a time, so each thread that renders owns one
+// EGL context of its own (made at its first frame) and, in that context, one mjrContext per model and buffer
+// size (MuJoCo's copy of the model's meshes and textures, and the offscreen framebuffer). Both live in a
+// thread_local object, freed by the thread itself: when it exits (a pool's workers, when the pool closes), and,
+// for the mjrContexts of models that no one holds any more, at its next frame (a long-lived thread, such as the
+// Python thread that calls render()). A Renderer (its scene) belongs to whoever renders with it, one thread at a
+// time, as a block of envs does.
+
+#include <mujoco/mujoco.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fastvec::envs::mujoco {
+
+class Renderer {
+ public:
+  // Frames of `model`, width x height pixels, drawn with a scene of at most max_geom geoms and the visual
+  // options `option`, into an offscreen buffer of buffer_width x buffer_height (at least the frame's size;
+  // 0: the frame's size, as gymnasium's MujocoEnv sets the model's offwidth and offheight; dm_control draws
+  // into the model's own offwidth x offheight). std::invalid_argument if a size is out of range.
+  Renderer(std::shared_ptr<const mjModel> model, int width, int height, int max_geom, const mjvOption& option,
+           int buffer_width = 0, int buffer_height = 0);
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+
+  // Draws d as cam sees it (a fixed camera: type mjCAMERA_FIXED and fixedcamid; a free one: lookat, distance,
+  // azimuth and elevation; a tracking one: trackbodyid too, which mjv_updateScene moves, as MuJoCo does) into
+  // out, height x width x 3 RGB bytes, rows top to bottom. On the calling thread, in its own context (made
+  // here at its first frame; a context of someone else's current on the thread is made current again after).
+  // std::runtime_error saying what to install when EGL is missing or unusable; core::EnvError for MuJoCo's errors.
+  void render(mjData& d, mjvCamera& cam, uint8_t* out);
+
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+ private:
+  std::shared_ptr<const mjModel> model_;
+  const int width_, height_, max_geom_, buffer_width_, buffer_height_;
+  mjvOption option_;
+  mjvPerturb perturb_;
+  mjvScene scene_;  // made at the first frame
+  bool scene_made_ = false;
+  std::vector<uint8_t> upside_down_;  // mjr_readPixels' rows, bottom to top
+};
+
+}  // namespace fastvec::envs::mujoco
