@@ -9,7 +9,8 @@ have returned (:mod:`fastvec.adapters._rllib_columns`). Everything else (``sampl
 callbacks, ``get_metrics``, state, checkpoints) is the parent's.
 
 Where the fast path cannot give RLlib's result, ``_sample`` is the parent's, and the log says why
-once: connectors of the user's in either pipeline, ``on_episode_*`` callbacks, stateful modules,
+once, as a warning: connectors of the user's in either pipeline (but for the observation connectors of
+:mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
 ``episodes_to_numpy=False``, action spaces other than Box/Discrete/MultiDiscrete, an env with another
 autoreset mode, and ``sample(num_episodes=...)`` (or ``batch_mode="complete_episodes"``).
 
@@ -52,6 +53,7 @@ from ray.rllib.utils.metrics import (
 from ray.rllib.utils.numpy import convert_to_numpy
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
+from fastvec.adapters import _rllib_connectors as obs_connectors
 from fastvec.adapters._rllib_columns import SampleColumns
 
 logger = logging.getLogger("ray.rllib")
@@ -113,8 +115,9 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             if self.config.in_evaluation:
                 self._seed += 1_000_000
         self._get_actions = GetActions()
+        self._obs_connectors: obs_connectors.ObservationConnectors | None = None
         self._fallback_reason = self._static_fallback_reason()
-        self._fallback_logged: set[str] = set()
+        self._fallback_logged = False
         self._cols: SampleColumns | None = None
         # What the process holds once Ray, torch and the runner are built (some 400k objects) is
         # long-lived: frozen, the cyclic GC stops walking it in every full collection, which slowed
@@ -137,11 +140,20 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             return "episodes_to_numpy=False (the fast path builds numpy episodes)"
         if self.module.is_stateful():
             return "the RLModule is stateful (RNN state is carried per env by RLlib's connectors)"
+        # The user's env-to-module connectors come first (AlgorithmConfig prepends them to the defaults).
+        connectors = list(self._env_to_module.connectors)
+        own = connectors[: max(0, len(connectors) - len(_DEFAULT_ENV_TO_MODULE))]
+        unsupported = obs_connectors.unsupported(own)
+        if unsupported is not None:
+            return f"the env-to-module pipeline has a connector the fast path does not run ({unsupported})"
+        self._obs_connectors = obs_connectors.ObservationConnectors(own, self.env.single_observation_space)
         for name, pipeline, default in (
             ("env-to-module", self._env_to_module, _DEFAULT_ENV_TO_MODULE),
             ("module-to-env", self._module_to_env, _DEFAULT_MODULE_TO_ENV),
         ):
             names = tuple(type(c).__name__ for c in pipeline.connectors)
+            if pipeline is self._env_to_module:
+                names = names[len(own) :]
             if names != default:
                 extra = [n for n in names if n not in default] or list(names)
                 return f"the {name} pipeline has connectors of its own ({', '.join(extra)})"
@@ -156,9 +168,11 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         return None
 
     def _fall_back(self, reason: str) -> None:
-        if reason not in self._fallback_logged:
-            self._fallback_logged.add(reason)
-            logger.info("FastvecEnvRunner samples with SingleAgentEnvRunner's loop: %s.", reason)
+        # A warning: RLlib keeps its logger at WARN, and a user who asked for the fast path should see that
+        # this runner is not on it. Once per runner, not per call.
+        if not self._fallback_logged:
+            self._fallback_logged = True
+            logger.warning("FastvecEnvRunner samples with SingleAgentEnvRunner's loop: %s.", reason)
 
     def _sample(
         self,
@@ -193,7 +207,9 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._shared_data = {}  # type: ignore[assignment]  # RLlib's EnvRunner declares it None, then sets {}
         obs, infos = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None, options=None)
         self._needs_initial_reset = False
-        spaces = self.env.single_observation_space, self.env.single_action_space
+        assert self._obs_connectors is not None  # set where the fast path applies
+        obs = self._obs_connectors(obs)
+        spaces = self._obs_connectors.observation_space, self.env.single_action_space
         self._cols = SampleColumns(self.num_envs, obs, infos, time.perf_counter(), *spaces)
         return self._cols
 
@@ -244,6 +260,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         else:
             forward = module._forward_inference if plain else module.forward_inference
         runners = self.config.num_env_runners or 1
+        obs_connectors_ = self._obs_connectors
+        assert obs_connectors_ is not None
         to_env_fn = action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
         ts = steps = 0
         infer_s = step_s = 0.0
@@ -267,6 +285,7 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
                 cols.begin(self.config.episode_lookback_horizon)
                 continue
             obs, rewards, terminated, truncated, infos = results
+            obs = obs_connectors_(obs)
             ts += cols.add(actions, extra, obs, rewards, terminated, truncated, infos, time.perf_counter())
         if steps:
             self.metrics.log_value(ENV_STEP_TIMER, step_s / steps)

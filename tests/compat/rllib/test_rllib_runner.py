@@ -235,9 +235,13 @@ def _callback_class():
 
 
 def _user_connector(env=None, spaces=None, device=None):
-    from ray.rllib.connectors.env_to_module import FlattenObservations
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-    return FlattenObservations()
+    class PassObservationsOn(ConnectorV2):
+        def __call__(self, *, rl_module, batch, episodes, **kwargs):
+            return batch
+
+    return PassObservationsOn()
 
 
 def _user_module_to_env(env=None, spaces=None):
@@ -251,7 +255,7 @@ def _user_module_to_env(env=None, spaces=None):
 
 
 FALLBACKS = {
-    "env-to-module": (lambda c: c.env_runners(env_to_module_connector=_user_connector), "FlattenObservations"),
+    "env-to-module": (lambda c: c.env_runners(env_to_module_connector=_user_connector), "PassObservationsOn"),
     "module-to-env": (lambda c: c.env_runners(module_to_env_connector=_user_module_to_env), "PassActionsOn"),
     "callback class": (lambda c: c.callbacks(_callback_class()), "on_episode_end"),
     "callback function": (lambda c: c.callbacks(on_episode_step=lambda **kw: None), "on_episode_step"),
@@ -266,16 +270,29 @@ def test_the_fallback_is_the_parents_loop_and_says_why(torch, runner_pair, case,
     stock, fast = runner_pair(change(ppo_config("CartPole-v1", 4, 1)))
     assert words in fast._fallback_reason
     ids: dict[str, str] = {}
-    with caplog.at_level(logging.INFO, logger="ray.rllib"):
+    with caplog.at_level(logging.WARNING, logger="ray.rllib"):
         for call in range(2):
             a, b = sample_both(torch, stock, fast, call, num_timesteps=100)
             if case == "episodes_to_numpy":
                 assert not any(e.is_numpy for e in b)
                 a, b = [e.to_numpy() for e in a], [e.to_numpy() for e in b]
             assert_same_chunks(a, b, ids)
-    said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
-    assert len(said) == 1 and words in said[0], said  # once, however many calls
+    said = [r for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+    assert len(said) == 1 and words in said[0].getMessage(), said  # once, however many calls
+    assert said[0].levelno == logging.WARNING  # RLlib keeps its logger at WARN: INFO would not show
     assert_same_metrics(stock, fast)
+
+
+def test_a_fallback_is_said_once_per_runner_whatever_the_reasons(torch, runner_pair, caplog):
+    """A fast runner asked for whole episodes, then for a connector's fallback: one warning in all."""
+    stock, fast = runner_pair(ppo_config("CartPole-v1", 4, 1))
+    with caplog.at_level(logging.WARNING, logger="ray.rllib"):
+        fast.sample(num_episodes=1)
+        fast.sample(num_episodes=1)
+        fast._fallback_reason = "a reason of another kind"
+        fast.sample(num_timesteps=20)
+    said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+    assert len(said) == 1 and "whole episodes" in said[0], said
 
 
 def test_sampling_whole_episodes_falls_back_and_the_next_fast_call_starts_afresh(torch, runner_pair):
@@ -390,3 +407,123 @@ def test_the_tensor_conversions_are_rllibs():
     assert a.keys() == b.keys()
     for k in a:
         assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+
+
+# -- RLlib's observation connectors on the fast path ---------------------------
+
+
+def _mean_std_filter(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    return MeanStdFilter()  # as RLlib's mujoco_ppo.py adds it
+
+
+def assert_same_filter_state(stock, fast) -> None:
+    from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR
+
+    a = stock.get_state(components=COMPONENT_ENV_TO_MODULE_CONNECTOR)[COMPONENT_ENV_TO_MODULE_CONNECTOR]
+    b = fast.get_state(components=COMPONENT_ENV_TO_MODULE_CONNECTOR)[COMPONENT_ENV_TO_MODULE_CONNECTOR]
+    assert_same_data(a, b, "env_to_module state")
+    assert filter_stats(b)[0]["num_pushes"] > 0
+
+
+def filter_stats(pipeline_state: dict) -> list:
+    """The running stats in an env-to-module pipeline's state (keyed by connector, then agent)."""
+    (stats,) = (s["running_stats"] for key, c in pipeline_state.items() if "MeanStdFilter" in key for s in c.values())
+    return stats
+
+
+def _std_only_filter(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    return MeanStdFilter(de_mean_to_zero=False, clip_by_value=5.0)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "num_envs", "lookback", "timesteps", "connector"),
+    [
+        ("CartPole-v1", 8, 3, 400, _mean_std_filter),
+        ("CartPole-v1", 8, 1, 200, _std_only_filter),  # float32 rows divided, not de-meaned
+        ("Pendulum-v1", 4, 1, 300, _mean_std_filter),
+        pytest.param("Hopper-v5", 4, 2, 300, _mean_std_filter, marks=pytest.mark.mujoco),  # mujoco_ppo.py's env
+    ],
+)
+def test_mean_std_filter_gives_rllibs_chunks_and_running_stats(
+    torch, runner_pair, env_id, num_envs, lookback, timesteps, connector
+):
+    """The filtered observations (lookback, reset observations and the last one of a call included) and the
+    filter's running stats and deltas equal RLlib's after every call, and after a reset."""
+    config = ppo_config(env_id, num_envs, lookback).env_runners(env_to_module_connector=connector)
+    stock, fast = runner_pair(config)
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    for call, kwargs in enumerate([{}, {}, {"force_reset": True}, {}]):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=timesteps, **kwargs)
+        assert_same_chunks(a, b, ids)
+        assert_same_filter_state(stock, fast)
+        assert_same_metrics(stock, fast)
+    if connector is _mean_std_filter:
+        assert max(abs(e.observations.data).max() for e in b) <= 10.0  # clipped as the filter clips
+    assert b[0].observations.space == stock._env_to_module.observation_space
+
+
+def _flatten(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    return FlattenObservations()
+
+
+def _flatten_then_filter(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import FlattenObservations, MeanStdFilter
+
+    return [FlattenObservations(), MeanStdFilter()]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "connector"),
+    [
+        ("CartPole-v1", _flatten),  # Box: float32 rows
+        ("FrozenLake-v1", _flatten),  # Discrete: one-hot rows (the Python-env pool)
+        ("FrozenLake-v1", _flatten_then_filter),  # the filter on the flattened rows
+    ],
+)
+def test_flatten_observations_gives_rllibs_chunks(torch, runner_pair, env_id, connector):
+    stock, fast = runner_pair(ppo_config(env_id, 4, 2).env_runners(env_to_module_connector=connector))
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    for call in range(3):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=200)
+        assert_same_chunks(a, b, ids)
+        assert_same_metrics(stock, fast)
+    obs = b[0].observations.data
+    assert obs.dtype == np.float32 and obs.ndim == 2
+    if env_id == "FrozenLake-v1" and connector is _flatten:
+        assert obs.shape[1] == 16 and (obs.sum(axis=1) == 1).all()  # one-hot
+    if connector is _flatten_then_filter:
+        assert_same_filter_state(stock, fast)
+
+
+def test_mean_std_filter_state_syncs_across_runners_as_rllibs(torch, runner_pair):
+    """Two runner pairs sample, their filter states are merged on one runner and set on all (what RLlib's
+    EnvRunnerGroup.sync_env_runner_states does), and sampling goes on from the merged stats alike."""
+    from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR as E2M
+
+    config = ppo_config("Pendulum-v1", 4, 1).env_runners(env_to_module_connector=_mean_std_filter)
+    pairs = [runner_pair(config), runner_pair(config)]
+    for k, (stock, fast) in enumerate(pairs):
+        sample_both(torch, stock, fast, k, num_timesteps=40 * (k + 1))  # the two pairs see different data
+    merged = []
+    for side in (0, 1):
+        runners = [pair[side] for pair in pairs]
+        states = [r.get_state(components=E2M)[E2M] for r in runners]
+        merged.append(runners[0]._env_to_module.merge_states(states))
+        for r in runners:
+            r.set_state({E2M: merged[-1]})
+    assert_same_data(merged[0], merged[1], "merged state")
+    # Both runners' pushes count (steps, and each env's reset observation), as merged on runner 0.
+    assert filter_stats(merged[1])[0]["num_pushes"] >= (40 + 4) + (80 + 4)
+    ids: dict[str, str] = {}
+    for call, (stock, fast) in enumerate(pairs):
+        a, b = sample_both(torch, stock, fast, 10 + call, num_timesteps=100)
+        assert_same_chunks(a, b, ids)
+        assert_same_filter_state(stock, fast)
