@@ -282,7 +282,7 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
                 self._seed += 1_000_000
         self._get_actions = GetActions()
         self._fallback_reason = self._static_fallback_reason()
-        self._fallback_logged: set[str] = set()
+        self._fallback_logged = False
         self._cols: MultiAgentColumns | None = None
         self._plain_forward = False
         self._action_like: dict[str, np.ndarray] = {}  # per agent, the dtype and shape of its model's actions
@@ -360,9 +360,11 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
         return None
 
     def _fall_back(self, reason: str) -> None:
-        if reason not in self._fallback_logged:
-            self._fallback_logged.add(reason)
-            logger.info("FastvecMultiAgentEnvRunner samples with MultiAgentEnvRunner's loop: %s.", reason)
+        # A warning, as FastvecEnvRunner's: RLlib keeps its logger at WARN, and a user who asked for the fast path
+        # should see that this runner is not on it. Once per runner, not per call.
+        if not self._fallback_logged:
+            self._fallback_logged = True
+            logger.warning("FastvecMultiAgentEnvRunner samples with MultiAgentEnvRunner's loop: %s.", reason)
 
     def _sample(
         self,

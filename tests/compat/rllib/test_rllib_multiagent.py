@@ -375,9 +375,11 @@ def test_columns_refuse_an_agent_that_leaves():
         cols.add(actions, {}, obs, rewards, flags, flags, infos, 1.0)
 
 
-def test_runner_falls_back_to_rllibs_loop_for_connectors_of_its_own(torch, runner_pair):
+def test_runner_falls_back_to_rllibs_loop_for_connectors_of_its_own(torch, runner_pair, caplog):
     """A connector of the user's in the env-to-module pipeline: RLlib's loop runs it (the columns would not), with
-    the same chunks as RLlib's runner."""
+    the same chunks as RLlib's runner, and the runner says so once, at WARNING (RLlib keeps ray.rllib at WARN)."""
+    import logging
+
     from ray.rllib.connectors.env_to_module import FlattenObservations
 
     config = ppo_config("simple_spread_v3", 2, lookback=1, max_cycles=5)
@@ -385,9 +387,13 @@ def test_runner_falls_back_to_rllibs_loop_for_connectors_of_its_own(torch, runne
     stock, fast = runner_pair(config)
     assert "FlattenObservations" in fast._fallback_reason
     ids: dict[str, str] = {}
-    for call, steps in enumerate((6, 11)):
-        a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
-        assert_same_chunks(a, b, ids)
+    with caplog.at_level(logging.WARNING, logger="ray.rllib"):
+        for call, steps in enumerate((6, 11)):
+            a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
+            assert_same_chunks(a, b, ids)
+    said = [r for r in caplog.records if "FastvecMultiAgentEnvRunner" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING, said
+    assert "FlattenObservations" in said[0].getMessage()
     assert_same_metrics(stock, fast)
 
 
