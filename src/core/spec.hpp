@@ -67,8 +67,24 @@ struct AgentSpec {
   int64_t num_actions = 0;
 };
 
+// One named part of an observation (dm_control's ordered dict of arrays): the env's row is its fields'
+// elements concatenated in order (row-major each), and Python sees a Dict of arrays viewing that row.
+struct ObsField {
+  std::string name;
+  std::vector<int64_t> shape;  // () for a scalar
+};
+
+inline int64_t obs_field_size(const ObsField& f) {
+  int64_t n = 1;
+  for (int64_t d : f.shape) n *= d;
+  return n;
+}
+
 struct Spec {
   std::vector<int64_t> obs_shape;
+  // Named fields of the observation (empty: it is one array of obs_shape). With fields, obs_shape is
+  // (sum of the fields' sizes,).
+  std::vector<ObsField> obs_fields;
   std::vector<double> obs_low, obs_high;  // one value per observation element
   // Discrete(num_actions) for an env with int32 actions (num_actions > 0),
   // else a float32 Box of action_shape bounded by action_low/action_high

@@ -114,14 +114,6 @@ bool call_mujoco(void (*fn)(void*), void* arg) {
   return ok;
 }
 
-// f() (calls into MuJoCo, by a lambda that captures by reference) with MuJoCo's errors thrown as core::EnvError.
-template <class F>
-void catching_errors(F&& f) {
-  using Fn = std::remove_reference_t<F>;
-  if (!call_mujoco([](void* p) { (*static_cast<Fn*>(p))(); }, &f))
-    throw core::EnvError(std::string("MuJoCo: ") + error_message);
-}
-
 // MuJoCo's callbacks are the process's. mujoco's Python bindings set one for a Python function
 // (mujoco.set_mjcb_control(f), ...) to a function of theirs that runs it only with the MjModel and MjData they
 // made, and raises a MuJoCo error for any other (an mjData of fastvec's); while such a callback that takes an
@@ -172,12 +164,15 @@ std::string refusal(const char* callback) {
          callback + "(None)";
 }
 
-// Called before every call into MuJoCo that may run a callback: the env's error.
+}  // namespace
+
+void call_catching_errors(void (*fn)(void*), void* arg) {
+  if (!call_mujoco(fn, arg)) throw core::EnvError(std::string("MuJoCo: ") + error_message);
+}
+
 void refuse_python_callbacks() {
   if (const char* callback = python_callback()) throw core::EnvError(refusal(callback));
 }
-
-}  // namespace
 
 void check_library_version() {
   if (mj_version() != mjVERSION_HEADER)
