@@ -100,6 +100,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("loop_rate", &fb::env_loop_rate, py::arg("env"), py::arg("options"), py::arg("string_options"),
         py::arg("range_options"), py::arg("steps"), py::arg("max_episode_steps"), py::arg("next_step") = true);
 
+  m.def("control_timestep", &fb::env_control_timestep, py::arg("env"), py::arg("options"),
+        py::arg("string_options"), py::arg("range_options"));
+
   // For the Python-env pool's request pipes.
   m.def("write_pending", &fb::write_pending, py::arg("fd"), py::arg("pending"));
 

@@ -94,6 +94,9 @@ struct Spec {
   int64_t num_actions = 0;
   std::vector<int64_t> action_shape;
   std::vector<double> action_low, action_high;
+  // Seconds of simulated time one step takes (dm_control's time limits are in seconds; Python turns its
+  // time_limit into the pool's episode limit with it); 0: the env does not say.
+  double control_timestep = 0.0;
   // Rough cost of one step, used to size blocks: cheap envs share a block.
   double step_cost_ns = 100.0;
   // Memory one env takes beyond the pool's buffers: the address space it
