@@ -70,6 +70,12 @@ def loop_rate(
     max_episode_steps: int,
     next_step: bool = True,
 ) -> float: ...
+def control_timestep(
+    env: str,
+    options: dict[str, float],
+    string_options: dict[str, str],
+    range_options: dict[str, tuple[float, float]],
+) -> float: ...
 def atari_loop_rate(
     options: dict[str, float], string_options: dict[str, str], steps: int, preprocess: bool
 ) -> float: ...
