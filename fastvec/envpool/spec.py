@@ -102,7 +102,7 @@ class EnvPoolSpec:
         players = Players(int_spec(name="env_id"))
         values: dict[str, Any] = {"env_id": int_spec(name="env_id"), "players": players}
         space: Any = self.observation_space
-        named = space.spaces if isinstance(space, gym.spaces.Dict) else {"obs": space}
+        named: dict[str, Any] = space.spaces if isinstance(space, gym.spaces.Dict) else {"obs": space}
         for name, box in named.items():
             values[name] = specs.BoundedArray(box.shape, box.dtype, box.low, box.high, name=name)
         if "lives" in fields:

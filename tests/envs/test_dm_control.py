@@ -280,3 +280,19 @@ def test_envpool_dm_timesteps():
     spec = env.observation_spec()
     assert spec.orientation.shape == (2,) and spec.velocity.shape == (1,)
     env.close()
+
+
+def test_gymnasium_single_env_and_make_vec():
+    """gymnasium.make("fastvec/<id>") gives one env's Dict observations (copies), as dm_control's; make_vec's
+    vector entry point the pool's."""
+    env = gym.make("fastvec/WalkerWalk-v1")
+    obs, _ = env.reset(seed=3)
+    assert obs in env.observation_space
+    assert_obs({k: v[None] for k, v in obs.items()}, 0, suite_load("WalkerWalk-v1", 3).reset().observation, "reset")
+    obs, reward, terminated, truncated, _ = env.step(np.zeros(6, dtype=np.float32))
+    assert obs in env.observation_space and isinstance(reward, float) and not (terminated or truncated)
+    env.close()
+    vec = gym.make_vec("fastvec/CheetahRun-v1", num_envs=2, vectorization_mode="vector_entry_point")
+    obs, _ = vec.reset(seed=0)
+    assert obs["position"].shape == (2, 8) and obs in vec.observation_space
+    vec.close()
