@@ -22,12 +22,15 @@ pytestmark = [pytest.mark.versions, pytest.mark.mujoco]
 
 # EnvPool's ids and dm_control.suite.load's (domain, task).
 TASKS = {
+    "AcrobotSwingup-v1": ("acrobot", "swingup"),
+    "AcrobotSwingupSparse-v1": ("acrobot", "swingup_sparse"),
     "CartpoleBalance-v1": ("cartpole", "balance"),
     "CartpoleBalanceSparse-v1": ("cartpole", "balance_sparse"),
     "CartpoleSwingup-v1": ("cartpole", "swingup"),
     "CartpoleSwingupSparse-v1": ("cartpole", "swingup_sparse"),
     "CheetahRun-v1": ("cheetah", "run"),
     "PendulumSwingup-v1": ("pendulum", "swingup"),
+    "PointMassEasy-v1": ("point_mass", "easy"),
     "WalkerStand-v1": ("walker", "stand"),
     "WalkerWalk-v1": ("walker", "walk"),
     "WalkerRun-v1": ("walker", "run"),
@@ -105,14 +108,14 @@ def test_parity_over_two_episodes(env_id):
             assert not reward.any()
 
 
-@pytest.mark.parametrize("domain", ["cartpole", "pendulum", "cheetah", "walker"])
+@pytest.mark.parametrize("domain", ["acrobot", "cartpole", "cheetah", "pendulum", "point_mass", "walker"])
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
     file's text and its common assets."""
     import mujoco
     from dm_control import suite
 
-    task = {"cartpole": "balance", "pendulum": "swingup", "cheetah": "run", "walker": "walk"}[domain]
+    task = next(t for d, t in TASKS.values() if d == domain)
     want = suite.load(domain, task).physics.model
     got = mujoco.MjModel.from_xml_path(str(dm_control_models.model_path(f"{domain}.xml")))
     for name in ("nq", "nv", "nu", "nbody", "njnt", "ngeom", "nsensor", "nsensordata"):
