@@ -4,6 +4,7 @@
 #include "envs/dm_control/acrobot.hpp"
 #include "envs/dm_control/cartpole.hpp"
 #include "envs/dm_control/cheetah.hpp"
+#include "envs/dm_control/hopper.hpp"
 #include "envs/dm_control/pendulum.hpp"
 #include "envs/dm_control/point_mass.hpp"
 #include "envs/dm_control/walker.hpp"
@@ -30,6 +31,8 @@ const EnvFamily dm_control([] {
   add_task<DMC(cartpole::Balance<true, false>)>("CartpoleSwingup-v1");
   add_task<DMC(cartpole::Balance<true, true>)>("CartpoleSwingupSparse-v1");
   add_task<DMC(cheetah::Run)>("CheetahRun-v1");
+  add_task<DMC(hopper::Hopper<true>)>("HopperHop-v1");
+  add_task<DMC(hopper::Hopper<false>)>("HopperStand-v1");
   add_task<DMC(pendulum::SwingUp)>("PendulumSwingup-v1");
   add_task<DMC(point_mass::Easy)>("PointMassEasy-v1");
   add_task<DMC(walker::PlanarWalker<0>)>("WalkerStand-v1");

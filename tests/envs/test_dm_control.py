@@ -29,6 +29,8 @@ TASKS = {
     "CartpoleSwingup-v1": ("cartpole", "swingup"),
     "CartpoleSwingupSparse-v1": ("cartpole", "swingup_sparse"),
     "CheetahRun-v1": ("cheetah", "run"),
+    "HopperHop-v1": ("hopper", "hop"),
+    "HopperStand-v1": ("hopper", "stand"),
     "PendulumSwingup-v1": ("pendulum", "swingup"),
     "PointMassEasy-v1": ("point_mass", "easy"),
     "WalkerStand-v1": ("walker", "stand"),
@@ -67,6 +69,17 @@ def assert_obs(obs: dict, row: int, want: dict, what: str) -> None:
     assert list(obs) == list(want), f"{what}: keys {list(obs)}, dm_control's {list(want)}"
     for key, value in want.items():
         assert_same(obs[key][row], value, f"{what} {key}")
+
+
+def test_numpy_log1p_is_handed_over():
+    """The hopper observes np.log1p of its touch sensors: numpy's own loop (which on AVX-512 CPUs is not libm's)
+    is what the compiled module calls."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.log1p)
+    assert loop is not None
+    x = np.random.default_rng(0).uniform(0, 100, 1000)
+    assert all(_numpy_loops.call(loop, v) == np.log1p(v) for v in x)
 
 
 def test_list_envs_has_the_tasks():
@@ -108,7 +121,7 @@ def test_parity_over_two_episodes(env_id):
             assert not reward.any()
 
 
-@pytest.mark.parametrize("domain", ["acrobot", "cartpole", "cheetah", "pendulum", "point_mass", "walker"])
+@pytest.mark.parametrize("domain", ["acrobot", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker"])
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
     file's text and its common assets."""
