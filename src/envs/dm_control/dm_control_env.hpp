@@ -92,15 +92,12 @@ class DmControlEnv {
         random_(static_cast<size_t>(n)),
         seeded_(static_cast<size_t>(n), false) {}
 
-  // Environment.reset: the task's RandomState, seeded once (with the env's seed, or a draw from the pool's
-  // stream for an env reset without one) and continued across episodes; reset_context around
-  // task.initialize_episode.
+  // Environment.reset: the task's RandomState, seeded once (with the env's seed; a seed past 2**32 - 1, which
+  // dm_control's RandomState refuses, or an env reset without one: with a draw from the pool's stream for it)
+  // and continued across episodes; reset_context around task.initialize_episode.
   void reset(int i, core::Pcg64& rng) {
     if (const std::optional<uint64_t> seed = rng.take_seed()) {
-      if (*seed > UINT32_MAX)
-        throw core::EnvError("seed: dm_control's RandomState takes seeds in [0, 2**32 - 1], got " +
-                             std::to_string(*seed));
-      random_[i].seed(static_cast<uint32_t>(*seed));
+      random_[i].seed(*seed <= UINT32_MAX ? static_cast<uint32_t>(*seed) : rng.next_u32());
       seeded_[i] = true;
     } else if (!seeded_[i]) {
       random_[i].seed(rng.next_u32());
