@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 import fastvec._core as _core
-from fastvec import _render, native_attrs
+from fastvec import _render, dm_control_models, native_attrs
 from fastvec._args import (
     MODES,
     SET_KINDS,
@@ -78,12 +78,21 @@ def make_pool(
         for name in ("num_agent_neighbors", "num_landmark_neighbors"):
             if name in entry.options and name in env_kwargs and env_kwargs[name] is None:
                 env_kwargs[name] = 0  # mpe2's None (every one observed) is the option's 0
-    if max_episode_steps is None:
-        max_episode_steps = entry.max_episode_steps
     render_mode = check_render_mode(entry, env_kwargs.pop("render_mode", None))
     camera_texts, camera_keywords = _render.mujoco_camera_options(entry, env_kwargs, render_mode)
     options = env_options(entry, env_kwargs)
     options.texts.update(camera_texts)
+    if "time_limit" in entry.options:  # dm_control: the pool truncates at the task's time limit, in seconds
+        steps = _time_limit_steps(entry, options)
+        if max_episode_steps is not None and "time_limit" in env_kwargs and max_episode_steps != steps:
+            raise ValueError(
+                f"{entry.id}: max_episode_steps ({max_episode_steps}) and time_limit ({env_kwargs['time_limit']} s, "
+                f"{steps} steps) are the same limit; give one of them"
+            )
+        if max_episode_steps is None:
+            max_episode_steps = steps
+    if max_episode_steps is None:
+        max_episode_steps = entry.max_episode_steps
     return NativePool(
         entry,
         shape,
@@ -100,6 +109,20 @@ def make_pool(
         thread_affinity_offset=thread_affinity_offset,
         render_mode=render_mode,
     )
+
+
+def _time_limit_steps(entry: EnvEntry, options: EnvOptions) -> int:
+    """A dm_control task's time_limit in steps, as its Environment counts them: an episode ends at the first step
+    count >= time_limit / control_timestep (ValueError past 2**31 - 1 steps)."""
+    time_limit = options.numbers.get("time_limit", entry.options["time_limit"])
+    control_timestep = _core.control_timestep(entry.native, options.numbers, options.texts, options.ranges)
+    steps = math.ceil(time_limit / control_timestep)
+    if not 1 <= steps < 2**31:
+        raise ValueError(
+            f"{entry.id} option 'time_limit' must be a positive number of seconds up to (2**31 - 1) steps of "
+            f"{control_timestep} s, got {time_limit}"
+        )
+    return steps
 
 
 def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
@@ -376,9 +399,10 @@ def env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
         if not math.isfinite(number):
             raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
         numbers[name] = number
+    find_model = dm_control_models.model_path if entry.family == "dm_control" else model_path
     for name, kind in kinds.items():
         if kind == "file":
-            texts[name] = str(model_path(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
+            texts[name] = str(find_model(kwargs.get(name, entry.options[name]), f"{entry.id} option {name!r}"))
     return EnvOptions(numbers, texts, ranges)
 
 
@@ -402,6 +426,13 @@ def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
 
 
 def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
+    if kind == "obs" and spec["obs_fields"]:
+        # named fields (dm_control's): a Dict of their arrays, in the env's order (a list keeps it; a dict
+        # would be sorted by gymnasium)
+        dtype = np.dtype(spec["obs_dtype"])
+        return gym.spaces.Dict(
+            [(name, gym.spaces.Box(-np.inf, np.inf, shape, dtype)) for name, shape in spec["obs_fields"]]
+        )
     if kind == "obs":
         dtype = np.dtype(spec["obs_dtype"])
         shape = tuple(spec["obs_shape"])

@@ -38,6 +38,8 @@ struct NativeEnvEntry {
   std::function<std::unique_ptr<core::PoolBase>(const core::PoolConfig&, const core::Options&)> make;
   // The benchmarks' ceiling: steps per second of one env stepped in a loop on the calling thread (no pool).
   std::function<double(const core::Options&, int64_t steps, int max_episode_steps, bool next_step)> loop_rate;
+  // spec(options).control_timestep, for a time limit in seconds (dm_control's) before any pool exists.
+  std::function<double(const core::Options&)> control_timestep;
 };
 
 // One env of type E stepped `steps` times on this thread with uniformly random actions (drawn before the
@@ -104,7 +106,7 @@ void add_env(EnvInfo info) {
                        [](const core::PoolConfig& cfg, const core::Options& options) {
                          return std::make_unique<core::Pool<E>>(cfg, options);
                        },
-                       loop_rate<E>};
+                       loop_rate<E>, [](const core::Options& options) { return E::spec(options).control_timestep; }};
 }
 
 // A family whose backend is a build option (FASTVEC_ATARI, FASTVEC_MUJOCO) registers its ids in every build:
@@ -123,7 +125,8 @@ void add_env(EnvInfo info) {
                        [why](const core::PoolConfig&, const core::Options&) -> std::unique_ptr<core::PoolBase> {
                          throw std::invalid_argument(why);
                        },
-                       [why](const core::Options&, int64_t, int, bool) -> double { throw std::invalid_argument(why); }};
+                       [why](const core::Options&, int64_t, int, bool) -> double { throw std::invalid_argument(why); },
+                       [why](const core::Options&) -> double { throw std::invalid_argument(why); }};
 }
 
 // One family's registration, defined once at namespace scope in its register_<family>.cpp; its function (the

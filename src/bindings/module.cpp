@@ -23,6 +23,7 @@
 #include "xla_ffi.hpp"
 #endif
 #include "envs/mpe/numpy_exp.hpp"
+#include "envs/numpy_unary.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
 #endif
@@ -97,6 +98,16 @@ PYBIND11_MODULE(_core, m) {
       "numpy's float64 exp loop (its address and data), for the MPE envs' np.exp; set by fastvec when it is "
       "imported (fastvec._numpy_loops).");
 
+  m.def(
+      "set_numpy_log1p",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_log1p.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                       reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 log1p loop (its address and data), for the dm_control envs' np.log1p; set by fastvec when "
+      "it is imported (fastvec._numpy_loops).");
+
 #ifdef FASTVEC_WITH_XLA
   m.attr("has_xla") = true;
   m.def(
@@ -117,6 +128,9 @@ PYBIND11_MODULE(_core, m) {
   // The benchmarks' ceiling for any native env: one env stepped in a C++ loop on this thread (registry's loop_rate).
   m.def("loop_rate", &fb::env_loop_rate, py::arg("env"), py::arg("options"), py::arg("string_options"),
         py::arg("range_options"), py::arg("steps"), py::arg("max_episode_steps"), py::arg("next_step") = true);
+
+  m.def("control_timestep", &fb::env_control_timestep, py::arg("env"), py::arg("options"),
+        py::arg("string_options"), py::arg("range_options"));
 
   // For the Python-env pool's request pipes.
   m.def("write_pending", &fb::write_pending, py::arg("fd"), py::arg("pending"));

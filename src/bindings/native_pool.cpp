@@ -122,6 +122,9 @@ py::dict NativePool::spec() const {
   d["obs_low"] = s.obs_low;
   d["obs_high"] = s.obs_high;
   d["obs_dtype"] = pool_->obs_dtype();
+  py::list obs_fields;
+  for (const core::ObsField& f : s.obs_fields) obs_fields.append(py::make_tuple(f.name, py::tuple(py::cast(f.shape))));
+  d["obs_fields"] = obs_fields;
   d["num_actions"] = s.num_actions;
   d["action_shape"] = s.action_shape;
   d["action_low"] = s.action_low;

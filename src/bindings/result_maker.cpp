@@ -1,5 +1,6 @@
 #include "result_maker.hpp"
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -42,11 +43,43 @@ py::object take_result(py::object (&items)[kNumResultFields]) {
 
 }  // namespace
 
+py::object ResultMaker::observations(void* data, py::ssize_t rows, const py::handle& owner) const {
+  std::vector<py::ssize_t> obs_shape = obs_shape_;
+  obs_shape[0] = rows;
+  if (obs_columns_.empty())
+    return view(obs_dtype_, static_cast<int>(obs_shape.size()), obs_shape.data(), nullptr, data, owner);
+  // Each field: its columns of the (rows, row_size) block, C-contiguous within a row.
+  const py::ssize_t item = obs_dtype_.itemsize();
+  py::ssize_t row_bytes = item;
+  for (size_t k = 1; k < obs_shape.size(); ++k) row_bytes *= obs_shape[k];
+  py::dict out;
+  for (const ObsColumn& c : obs_columns_) {
+    std::vector<py::ssize_t> shape = c.shape, strides(c.shape.size());
+    shape[0] = rows;
+    py::ssize_t stride = item;
+    for (size_t k = shape.size(); k-- > 1;) {
+      strides[k] = stride;
+      stride *= shape[k];
+    }
+    strides[0] = row_bytes;
+    out[c.key] = view(obs_dtype_, static_cast<int>(shape.size()), shape.data(), strides.data(),
+                      static_cast<std::byte*>(data) + c.offset, owner);
+  }
+  return out;
+}
+
 void ResultMaker::prepare(const core::PoolBase& pool) {
   const core::Spec& s = pool.spec();
   obs_shape_ = {pool.batch_size()};
   obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
   obs_dtype_ = py::dtype(pool.obs_dtype());
+  py::ssize_t at = 0;
+  for (const core::ObsField& f : s.obs_fields) {
+    std::vector<py::ssize_t> shape{pool.batch_size()};
+    shape.insert(shape.end(), f.shape.begin(), f.shape.end());
+    obs_columns_.push_back({py::str(f.name), std::move(shape), at});
+    at += static_cast<py::ssize_t>(core::obs_field_size(f)) * obs_dtype_.itemsize();
+  }
   reward_dtype_ = py::dtype(pool.reward_dtype());
   const std::vector<size_t> offsets = core::info_offsets(s.info);
   info_row_bytes_ = static_cast<py::ssize_t>(core::info_row_bytes(s.info, s.info_masks));
@@ -67,9 +100,6 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
     using T = std::remove_pointer_t<decltype(ptr)>;
     return view(py::dtype::of<T>(), 1, &rows, nullptr, ptr, owner);
   };
-  std::vector<py::ssize_t> obs_shape = obs_shape_;
-  obs_shape[0] = rows;
-  const int obs_nd = static_cast<int>(obs_shape.size());
   // Each field of the (rows, info_row_bytes) block: a strided view, (rows,) or (rows, size), and its "_name"
   // mask: with Spec::info_masks, the pool's column of the row (a view of its own memory: a caller may change
   // one mask in place, as gymnasium's are separate arrays); without, in final_info only, a copy of `ended`.
@@ -103,7 +133,7 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
   } else {
     info = no_info_;
   }
-  items[result_index::kObs] = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->obs(0), owner);
+  items[result_index::kObs] = observations(b->obs(0), rows, owner);
   items[result_index::kReward] = view(reward_dtype_, 1, &rows, nullptr, b->reward_bytes(), owner);
   items[result_index::kTerminated] = vec(b->terminated());
   items[result_index::kTruncated] = vec(b->truncated());
@@ -115,7 +145,7 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
     items[result_index::kEpisodeReturn] = vec(b->episode_return());
     items[result_index::kEpisodeLength] = vec(b->episode_length());
     if (b->layout().with_final_obs) {
-      items[result_index::kFinalObs] = view(obs_dtype_, obs_nd, obs_shape.data(), nullptr, b->final_obs(0), owner);
+      items[result_index::kFinalObs] = observations(b->final_obs(0), rows, owner);
       py::dict finals;
       columns(b->final_info(0), finals, true);
       items[result_index::kFinalInfo] = std::move(finals);
@@ -125,8 +155,6 @@ py::object ResultMaker::make(std::shared_ptr<Batch> batch, py::ssize_t rows) con
 }
 
 py::object ResultMaker::make_empty() const {
-  std::vector<py::ssize_t> obs_shape = obs_shape_;
-  obs_shape[0] = 0;
   const std::vector<py::ssize_t> none_of{0};
   py::object items[kNumResultFields];
   py::object& env_id = items[result_index::kEnvId] = py::array(py::dtype::of<int32_t>(), none_of);
@@ -137,7 +165,19 @@ py::object ResultMaker::make_empty() const {
     for (const InfoColumn& c : info_columns_)
       set_item(info, c.key, c.size == 1 ? py::array(c.dtype, none_of) : py::array(c.dtype, {py::ssize_t{0}, c.size}));
   }
-  items[result_index::kObs] = py::array(obs_dtype_, obs_shape);
+  std::vector<py::ssize_t> obs_shape = obs_shape_;
+  obs_shape[0] = 0;
+  if (obs_columns_.empty()) {
+    items[result_index::kObs] = py::array(obs_dtype_, obs_shape);
+  } else {
+    py::dict obs;
+    for (const ObsColumn& c : obs_columns_) {
+      std::vector<py::ssize_t> shape = c.shape;
+      shape[0] = 0;
+      obs[c.key] = py::array(obs_dtype_, shape);
+    }
+    items[result_index::kObs] = std::move(obs);
+  }
   items[result_index::kReward] = py::array(reward_dtype_, none_of);
   items[result_index::kTerminated] = py::array(bool_dtype_, none_of);
   items[result_index::kTruncated] = py::array(bool_dtype_, none_of);

@@ -35,7 +35,18 @@ class ResultMaker {
   py::object make_empty() const;
 
  private:
+  // A batch's observations viewing its rows from `data`: one array, or with Spec::obs_fields a dict of one
+  // array per field, (rows, *shape), each a strided view of its columns.
+  py::object observations(void* data, py::ssize_t rows, const py::handle& owner) const;
+
+  // One of Spec::obs_fields as a batch's dict has it.
+  struct ObsColumn {
+    py::str key;
+    std::vector<py::ssize_t> shape;  // (rows, *field shape): rows set per batch
+    py::ssize_t offset;              // in bytes, within the row
+  };
   std::vector<py::ssize_t> obs_shape_;  // (batch_size, *spec.obs_shape)
+  std::vector<ObsColumn> obs_columns_;  // spec.obs_fields, in order (empty: observations are one array)
   py::dtype obs_dtype_, reward_dtype_, bool_dtype_ = py::dtype::of<bool>();
   py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
   const std::unique_ptr<InfoLayout> info_layout_;

@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "ziggurat.hpp"
@@ -130,6 +132,11 @@ class Pcg64 {
     }
     return static_cast<int64_t>(m >> 32);
   }
+  // The seed of a generator made by single_rng (a reset with a seed of its own), once: an env whose reference
+  // seeds a generator of its own with it (dm_control's task RandomState) takes it at that reset; nullopt for
+  // any other generator, and after the first call.
+  std::optional<uint64_t> take_seed() { return std::exchange(seed_, std::nullopt); }
+  void set_seed(uint64_t seed) { seed_ = seed; }
   // Generator.random(): 53-bit double in [0, 1).
   double next_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
   // Generator.uniform(low, high), one draw.
@@ -171,12 +178,17 @@ class Pcg64 {
   unsigned __int128 inc_;
   bool has_u32_ = false;  // numpy's has_uint32 and uinteger (next_u32)
   uint32_t u32_ = 0;
+  std::optional<uint64_t> seed_;  // take_seed's
 };
 
 // The generator env `env_index` of a pool seeded with `seed` uses:
 // numpy's SeedSequence(seed).spawn(num_envs)[env_index].
 inline Pcg64 env_rng(uint64_t seed, uint32_t env_index) { return Pcg64(SeedSequence(seed, {env_index})); }
 // The generator of an env reset with its own seed, as gymnasium's env.reset(seed=seed).
-inline Pcg64 single_rng(uint64_t seed) { return Pcg64(SeedSequence(seed, {})); }
+inline Pcg64 single_rng(uint64_t seed) {
+  Pcg64 rng(SeedSequence(seed, {}));
+  rng.set_seed(seed);
+  return rng;
+}
 
 }  // namespace fastvec::core

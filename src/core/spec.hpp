@@ -67,8 +67,24 @@ struct AgentSpec {
   int64_t num_actions = 0;
 };
 
+// One named part of an observation (dm_control's ordered dict of arrays): the env's row is its fields'
+// elements concatenated in order (row-major each), and Python sees a Dict of arrays viewing that row.
+struct ObsField {
+  std::string name;
+  std::vector<int64_t> shape;  // () for a scalar
+};
+
+inline int64_t obs_field_size(const ObsField& f) {
+  int64_t n = 1;
+  for (int64_t d : f.shape) n *= d;
+  return n;
+}
+
 struct Spec {
   std::vector<int64_t> obs_shape;
+  // Named fields of the observation (empty: it is one array of obs_shape). With fields, obs_shape is
+  // (sum of the fields' sizes,).
+  std::vector<ObsField> obs_fields;
   std::vector<double> obs_low, obs_high;  // one value per observation element
   // Discrete(num_actions) for an env with int32 actions (num_actions > 0),
   // else a float32 Box of action_shape bounded by action_low/action_high
@@ -78,6 +94,9 @@ struct Spec {
   int64_t num_actions = 0;
   std::vector<int64_t> action_shape;
   std::vector<double> action_low, action_high;
+  // Seconds of simulated time one step takes (dm_control's time limits are in seconds; Python turns its
+  // time_limit into the pool's episode limit with it); 0: the env does not say.
+  double control_timestep = 0.0;
   // Rough cost of one step, used to size blocks: cheap envs share a block.
   double step_cost_ns = 100.0;
   // Memory one env takes beyond the pool's buffers: the address space it

@@ -38,8 +38,8 @@ std::shared_ptr<const mjModel> load_model(const std::string& path);
 // built against (its headers describe the structs): std::runtime_error if not.
 void check_library_version();
 
-// fn(arg), which calls into MuJoCo and holds nothing with a destructor across those calls, with MuJoCo's fatal
-// errors thrown as core::EnvError("MuJoCo: ...") once back in this frame (simulation.cpp says how). Not reentrant.
+// Calls fn(arg), which calls into MuJoCo and holds nothing with a destructor across those calls, with MuJoCo's
+// fatal errors thrown as core::EnvError("MuJoCo: ..."), once back in C++ frames (simulation.cpp).
 void call_catching_errors(void (*fn)(void*), void* arg);
 
 // f() (calls into MuJoCo, by a lambda that captures by reference) with MuJoCo's errors thrown as core::EnvError.
@@ -48,6 +48,10 @@ void catching_errors(F&& f) {
   using Fn = std::remove_reference_t<F>;
   call_catching_errors([](void* p) { (*static_cast<Fn*>(p))(); }, &f);
 }
+
+// Called before every call into MuJoCo that may run a callback: core::EnvError while mujoco's Python bindings
+// have set one of MuJoCo's callbacks that takes an mjData to a Python function (simulation.cpp).
+void refuse_python_callbacks();
 
 // -- numpy's arithmetic, as gymnasium's envs call it ----------------------------
 //
