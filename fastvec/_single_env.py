@@ -101,7 +101,7 @@ class NativeEnv(gym.Env):
         super().reset(seed=seed)
         obs, info = self._pool.reset(seed=seed)
         self._reset_needed = None
-        return np.array(obs[0]), info_rows(info, 1)[0]
+        return _first(obs), info_rows(info, 1)[0]
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """One step with ``action`` (an element of ``action_space``): ``(obs, reward, terminated, truncated,
@@ -118,7 +118,7 @@ class NativeEnv(gym.Env):
         done = bool(terminated[0])
         if done:  # (the pool would refuse the next step: it does not autoreset)
             self._reset_needed = "the episode has terminated; call env.reset() before stepping again"
-        return np.array(obs[0]), float(reward[0]), done, bool(truncated[0]), info_rows(info, 1)[0]
+        return _first(obs), float(reward[0]), done, bool(truncated[0]), info_rows(info, 1)[0]
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """The current frame (``render_mode="rgb_array"``), or None (no render mode)."""
@@ -139,3 +139,10 @@ class MakeEnv:
 
     def __call__(self, **kwargs: Any) -> NativeEnv:
         return NativeEnv(self.env_id, **kwargs)
+
+
+def _first(obs: Any) -> Any:
+    """The one env's observation, a copy: an array, or a dict of arrays (named fields: dm_control's)."""
+    if isinstance(obs, dict):
+        return {k: np.array(v[0]) for k, v in obs.items()}
+    return np.array(obs[0])

@@ -20,9 +20,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import fastvec
 from fastvec.roms import ATARI_ID
 
-# gymnasium's MuJoCo v5 ids, which fastvec runs natively when built with its MuJoCo backend (named by the registry
-# in any build: the tests that take them are marked, and deselected where the backend is not built).
+# gymnasium's MuJoCo v5 ids, and dm_control's tasks, which fastvec runs natively when built with its MuJoCo backend
+# (named by the registry in any build: the tests that take them are marked, and deselected where the backend is not
+# built). Both have float64 rewards.
 MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
+DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
+FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS
 
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
@@ -31,13 +34,17 @@ COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
 # The multi-agent families (mpe2's MPE: fastvec.registry.MULTI_AGENT_FAMILIES) are no gymnasium envs: the
 # single-agent registry-driven tests take none of their ids; tests/envs/mpe/ covers them.
 MULTI_AGENT_FAMILIES = fastvec.registry.MULTI_AGENT_FAMILIES
+# The families whose observations are Dicts of named arrays (dm_control's): the registry-driven tests assume one
+# array and a gymnasium reference env of the same id, so they take none of their ids;
+# tests/envs/test_dm_control.py covers them (spaces, determinism, parity, adapters).
+DICT_OBS_FAMILIES = ("dm_control",)
 
 
 def env_ids_under_test() -> list[str]:
     """Every single-agent env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for
-    MuJoCo)."""
+    MuJoCo), and none of DICT_OBS_FAMILIES."""
     ids = fastvec.list_envs()
-    apart = (*COVERED_APART, *MULTI_AGENT_FAMILIES)
+    apart = (*COVERED_APART, *MULTI_AGENT_FAMILIES, *DICT_OBS_FAMILIES)
     every = [e for e in ids if fastvec.registry.lookup(e).family not in apart]
     return every + [e for e in COVERED_APART.values() if e in ids]
 
@@ -45,11 +52,11 @@ def env_ids_under_test() -> list[str]:
 def pytest_collection_modifyitems(items):
     """A test parametrized with an Atari id needs the Atari backend, and emulating Atari is slow (too slow under a
     sanitizer): such items get the ``atari``, ``heavy`` and ``slow`` markers, whatever file they are in. One
-    parametrized with a MuJoCo id needs the MuJoCo backend: the ``mujoco`` marker."""
+    parametrized with a MuJoCo or dm_control id needs the MuJoCo backend: the ``mujoco`` marker."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         values = [v for v in params.values() if isinstance(v, str)]
-        if any(v in MUJOCO_IDS for v in values):
+        if any(v in MUJOCO_IDS or v in DM_CONTROL_IDS for v in values):
             item.add_marker(pytest.mark.mujoco)
         elif any(ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)

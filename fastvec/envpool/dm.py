@@ -15,7 +15,8 @@ class DMEnvPool(EnvPoolFace):
     return a batched ``dm_env.TimeStep``: ``step_type`` (int32: 0 first, 1 mid, 2 last), ``reward``
     (float32), ``discount`` (float32: 0 where the episode terminated, and on a lost life with
     ``zero_discount_on_life_loss``; 1 where it was truncated, as dm_env defines it) and ``observation``,
-    a namedtuple ``State`` of ``env_id``, ``players``, ``obs`` and the env's info values."""
+    a namedtuple ``State`` of ``env_id``, ``players``, ``obs`` and the env's info values (for dm_control's tasks,
+    as EnvPool's: ``env_id``, ``players`` and each named observation, in the task's order)."""
 
     _pool_env: GymnasiumEnvPool
 
@@ -89,8 +90,9 @@ class DMEnvPool(EnvPoolFace):
                 lost = ~first & (info["lives"] < self._lives[ids])
                 discount[lost] = 0.0
             self._lives[ids] = info["lives"]
-        values = {k: info[k] for k in self._state._fields if k not in ("obs", "players")}
-        players = Players(ids)
-        state = self._state(obs=obs, players=players, **values)
+        # dm_control's observations: a field of the State per name, as EnvPool's; else the one "obs" field
+        named = obs if isinstance(obs, dict) else {"obs": obs}
+        values = {k: info[k] for k in self._state._fields if k not in named and k != "players"}
+        state = self._state(players=Players(ids), **named, **values)
         reward = reward.astype(np.float32)
         return self._time_step(step_type=step_type, reward=reward, discount=discount, observation=state)

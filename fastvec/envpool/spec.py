@@ -102,7 +102,9 @@ class EnvPoolSpec:
         players = Players(int_spec(name="env_id"))
         values: dict[str, Any] = {"env_id": int_spec(name="env_id"), "players": players}
         space: Any = self.observation_space
-        values["obs"] = specs.BoundedArray(space.shape, space.dtype, space.low, space.high, name="obs")
+        named: dict[str, Any] = space.spaces if isinstance(space, gym.spaces.Dict) else {"obs": space}
+        for name, box in named.items():
+            values[name] = specs.BoundedArray(box.shape, box.dtype, box.low, box.high, name=name)
         if "lives" in fields:
             values["lives"] = int_spec(name="lives")
             big = np.finfo(np.float32).max
@@ -133,13 +135,15 @@ def state_type(fields: tuple[str, ...]) -> type:
 
 
 def state_fields(spec: EnvPoolSpec) -> tuple[str, ...]:
+    if isinstance(spec.observation_space, gym.spaces.Dict):  # dm_control's named observations, each a field
+        return ("env_id", "players", *spec.observation_space.spaces)
     atari = spec.atari
     return ("env_id", "players", "obs", *(("lives", "reward", "terminated") if atari else ()))
 
 
 def list_all_envs() -> list[str]:
-    """The ids ``make`` takes: the classic-control and Atari ids fastvec runs natively (not its MuJoCo ones, whose
-    EnvPool conventions (info keys, float32 rewards, options) the front door does not speak)."""
+    """The ids ``make`` takes: the classic-control, Atari and dm_control ids fastvec runs natively (not its MuJoCo
+    ones, whose EnvPool conventions (info keys, float32 rewards, options) the front door does not speak)."""
     return [e for e in list_envs() if lookup(e).family not in ("mujoco", *MULTI_AGENT_FAMILIES)]
 
 

@@ -20,6 +20,7 @@
 #include "result_type.hpp"
 #include "write_pending.hpp"
 #include "envs/mpe/numpy_exp.hpp"
+#include "envs/numpy_unary.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
 #endif
@@ -93,6 +94,16 @@ PYBIND11_MODULE(_core, m) {
       py::arg("loop"), py::arg("data"),
       "numpy's float64 exp loop (its address and data), for the MPE envs' np.exp; set by fastvec when it is "
       "imported (fastvec._numpy_loops).");
+
+  m.def(
+      "set_numpy_log1p",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_log1p.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                       reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 log1p loop (its address and data), for the dm_control envs' np.log1p; set by fastvec when "
+      "it is imported (fastvec._numpy_loops).");
 
   fb::translate_errors(m);
 

@@ -1,9 +1,12 @@
 #include "env_registry.hpp"
 
 #ifdef FASTVEC_WITH_MUJOCO
+#include "envs/dm_control/acrobot.hpp"
 #include "envs/dm_control/cartpole.hpp"
 #include "envs/dm_control/cheetah.hpp"
+#include "envs/dm_control/hopper.hpp"
 #include "envs/dm_control/pendulum.hpp"
+#include "envs/dm_control/point_mass.hpp"
 #include "envs/dm_control/walker.hpp"
 // humanoid, quadruped, fish, swimmer
 #include "envs/dm_control/fish.hpp"
@@ -26,12 +29,17 @@ void add_task(const char* id) {
 // The DeepMind Control Suite's tasks (dm_control.suite.load(domain, task)) under EnvPool's ids. Each episode
 // lasts the task's time_limit (1000 steps by default; the pool truncates it, with discount 1).
 const EnvFamily dm_control([] {
+  add_task<DMC(acrobot::Balance<false>)>("AcrobotSwingup-v1");
+  add_task<DMC(acrobot::Balance<true>)>("AcrobotSwingupSparse-v1");
   add_task<DMC(cartpole::Balance<false, false>)>("CartpoleBalance-v1");
   add_task<DMC(cartpole::Balance<false, true>)>("CartpoleBalanceSparse-v1");
   add_task<DMC(cartpole::Balance<true, false>)>("CartpoleSwingup-v1");
   add_task<DMC(cartpole::Balance<true, true>)>("CartpoleSwingupSparse-v1");
   add_task<DMC(cheetah::Run)>("CheetahRun-v1");
+  add_task<DMC(hopper::Hopper<true>)>("HopperHop-v1");
+  add_task<DMC(hopper::Hopper<false>)>("HopperStand-v1");
   add_task<DMC(pendulum::SwingUp)>("PendulumSwingup-v1");
+  add_task<DMC(point_mass::Easy)>("PointMassEasy-v1");
   add_task<DMC(walker::PlanarWalker<0>)>("WalkerStand-v1");
   add_task<DMC(walker::PlanarWalker<1>)>("WalkerWalk-v1");
   add_task<DMC(walker::PlanarWalker<8>)>("WalkerRun-v1");

@@ -11,7 +11,7 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import MUJOCO_IDS, env_ids_under_test
+from conftest import FLOAT64_REWARD_IDS, env_ids_under_test
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, iterate
@@ -111,7 +111,7 @@ def _check_step_outputs(env, result, k: int) -> None:
     for row in iterate(env.observation_space, obs):
         assert env.single_observation_space.contains(row)
     # float32 rewards, but float64 where gymnasium's env computes them so (MuJoCo's, as its vector envs return them)
-    assert reward.dtype == (np.float64 if env.spec.id.removeprefix("fastvec/") in MUJOCO_IDS else np.float32)
+    assert reward.dtype == (np.float64 if env.spec.id.removeprefix("fastvec/") in FLOAT64_REWARD_IDS else np.float32)
     assert reward.shape == (k,)
     assert np.all(np.isfinite(reward))
     assert terminated.dtype == np.bool_ and terminated.shape == (k,)

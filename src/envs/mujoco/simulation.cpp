@@ -35,6 +35,24 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// What the log had before load_quietly's handler, for the messages it passes on (one load per thread at a time).
+thread_local mjfLogHandler load_forward = nullptr;
+
+void drop_warnings(const mjLogMessage* msg) {
+  if (msg->level != mjLOG_WARNING && load_forward != nullptr) load_forward(msg);
+}
+
+// mj_loadXML, its compiler's warnings dropped: they are about the model file (dm_control's walker.xml uses the
+// deprecated settotalmass), and MuJoCo's default handler would append them to a MUJOCO_LOG.TXT in the user's
+// working directory. Errors come back in `error`, as without.
+const mjModel* load_quietly(const std::string& path, char* error, int error_size) {
+  const mjfLogHandler previous = _mjPRIVATE_setTlsLogHandler(drop_warnings);
+  load_forward = previous != nullptr ? previous : _mjPRIVATE_getGlobalLogHandler();
+  const mjModel* m = mj_loadXML(path.c_str(), nullptr, error, error_size);
+  _mjPRIVATE_setTlsLogHandler(previous);
+  return m;
+}
+
 // Models by path, kept while someone holds them (and the last one loaded, so that a pool's spec and its
 // blocks load a file once); a file whose contents changed is loaded again (only the file itself is compared:
 // a model whose <include>d files or assets change while a pool of it lives is not reloaded).
@@ -48,7 +66,7 @@ class ModelCache {
       if (std::shared_ptr<const mjModel> m = it->second.model.lock()) return last_ = m;
     }
     char error[1024] = "";
-    const mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+    const mjModel* m = load_quietly(path, error, sizeof(error));
     if (m == nullptr) throw std::invalid_argument("xml_file: MuJoCo cannot load " + path + ": " + error);
     std::shared_ptr<const mjModel> model(m, ModelDeleter{});
     std::erase_if(models_, [](const auto& entry) { return entry.second.model.expired(); });

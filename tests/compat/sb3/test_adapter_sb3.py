@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import MUJOCO_IDS, env_ids_under_test
+from conftest import FLOAT64_REWARD_IDS, env_ids_under_test
 
 import fastvec
 
@@ -72,7 +72,8 @@ def test_observations_in_space_and_dtypes(env_id):
         obs, rewards, dones, infos = env.step(actions)
         assert all(env.observation_space.contains(o) for o in obs)
         # float32 rewards (classic control, Atari), float64 where gymnasium's env computes them so (MuJoCo)
-        assert rewards.dtype == (np.float64 if env_id in MUJOCO_IDS else np.float32) and rewards.shape == (N_ENVS,)
+        assert rewards.dtype == (np.float64 if env_id in FLOAT64_REWARD_IDS else np.float32)
+        assert rewards.shape == (N_ENVS,)
         assert dones.dtype == np.bool_ and dones.shape == (N_ENVS,)
         assert isinstance(infos, list) and len(infos) == N_ENVS and all(isinstance(i, dict) for i in infos)
     env.close()

@@ -1,0 +1,48 @@
+#pragma once
+// A float64 -> float64 ufunc of this process's numpy, one value at a time: numpy's own loop, whose kernel numpy
+// picks by CPU when it loads (on AVX-512 CPUs SVML's, which differs from libm's in the last bit for some
+// arguments). fastvec hands the loops over when it is imported (fastvec/_numpy_loops.py); until then, and where
+// one cannot be found, libm's function. (envs/mpe/numpy_exp.hpp is the same for np.exp.)
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+namespace fastvec::envs {
+
+class NumpyUnary {
+ public:
+  // numpy's PyUFuncGenericFunction: (args, dimensions, steps, data).
+  using Loop = void (*)(char**, const intptr_t*, const intptr_t*, void*);
+
+  explicit constexpr NumpyUnary(double (*fallback)(double)) : fallback_(fallback) {}
+
+  // Called once at import, before any pool exists.
+  void set(Loop loop, void* data) {
+    data_.store(data, std::memory_order_relaxed);
+    loop_.store(loop, std::memory_order_release);
+  }
+
+  // Read by the pools' workers.
+  double operator()(double x) const {
+    const Loop loop = loop_.load(std::memory_order_acquire);
+    if (loop == nullptr) return fallback_(x);
+    double out = 0;
+    char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&out)};
+    const intptr_t n = 1;
+    const intptr_t steps[2] = {sizeof(double), sizeof(double)};
+    loop(args, &n, steps, data_.load(std::memory_order_relaxed));
+    return out;
+  }
+
+ private:
+  double (*fallback_)(double);
+  std::atomic<Loop> loop_{nullptr};
+  std::atomic<void*> data_{nullptr};
+};
+
+// np.log1p (dm_control's hopper observes the log1p of its touch sensors).
+inline double libm_log1p(double x) { return std::log1p(x); }
+inline NumpyUnary numpy_log1p{libm_log1p};
+
+}  // namespace fastvec::envs

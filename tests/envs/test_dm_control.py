@@ -1,0 +1,314 @@
+"""fastvec's native dm_control tasks against dm_control 1.0.52's suite, on the same MuJoCo library.
+
+Both sides step the same compiled model with the same libmujoco, draw their randomness from the same numpy
+``RandomState`` stream (``task_kwargs={"random": seed}``) and compute rewards with numpy's operations in numpy's
+order (src/envs/dm_control/rewards.hpp), so the bar is bit-identity: every comparison of float64 values here is of
+their bits (``-0.0`` is not ``0.0``), over whole episodes of random actions, a second episode included (the task's
+``RandomState`` goes on across episodes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fastvec
+from fastvec import dm_control_models
+
+pytestmark = [pytest.mark.versions, pytest.mark.mujoco]
+
+# EnvPool's ids and dm_control.suite.load's (domain, task).
+TASKS = {
+    "AcrobotSwingup-v1": ("acrobot", "swingup"),
+    "AcrobotSwingupSparse-v1": ("acrobot", "swingup_sparse"),
+    "CartpoleBalance-v1": ("cartpole", "balance"),
+    "CartpoleBalanceSparse-v1": ("cartpole", "balance_sparse"),
+    "CartpoleSwingup-v1": ("cartpole", "swingup"),
+    "CartpoleSwingupSparse-v1": ("cartpole", "swingup_sparse"),
+    "CheetahRun-v1": ("cheetah", "run"),
+    "HopperHop-v1": ("hopper", "hop"),
+    "HopperStand-v1": ("hopper", "stand"),
+    "PendulumSwingup-v1": ("pendulum", "swingup"),
+    "PointMassEasy-v1": ("point_mass", "easy"),
+    "WalkerStand-v1": ("walker", "stand"),
+    "WalkerWalk-v1": ("walker", "walk"),
+    "WalkerRun-v1": ("walker", "run"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """MuJoCo may append its warnings to MUJOCO_LOG.TXT in the working directory: not the checkout's."""
+    monkeypatch.chdir(tmp_path)
+
+
+def suite_load(env_id: str, seed: int, **environment_kwargs):
+    from dm_control import suite
+
+    domain, task = TASKS[env_id]
+    return suite.load(domain, task, task_kwargs={"random": seed}, environment_kwargs=environment_kwargs or None)
+
+
+def _bits(a: object) -> np.ndarray:
+    a = np.asarray(a)
+    return a.view(np.uint64) if a.dtype == np.float64 else a
+
+
+def assert_same(got: object, want: object, what: str) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (
+        f"{what}: {got.dtype} {got.shape}, dm_control's {want.dtype} {want.shape}"
+    )
+    assert np.array_equal(_bits(got), _bits(want)), f"{what}: {got!r}, dm_control's {want!r}"
+
+
+def assert_obs(obs: dict, row: int, want: dict, what: str) -> None:
+    assert list(obs) == list(want), f"{what}: keys {list(obs)}, dm_control's {list(want)}"
+    for key, value in want.items():
+        assert_same(obs[key][row], value, f"{what} {key}")
+
+
+def test_numpy_log1p_is_handed_over():
+    """The hopper observes np.log1p of its touch sensors: numpy's own loop (which on AVX-512 CPUs is not libm's)
+    is what the compiled module calls."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.log1p)
+    assert loop is not None
+    x = np.random.default_rng(0).uniform(0, 100, 1000)
+    assert all(_numpy_loops.call(loop, v) == np.log1p(v) for v in x)
+
+
+def test_list_envs_has_the_tasks():
+    assert set(TASKS) <= set(fastvec.list_envs())
+    assert set(TASKS) <= set(fastvec.registry.family_ids("dm_control"))
+
+
+@pytest.mark.parametrize("env_id", TASKS)
+def test_parity_over_two_episodes(env_id):
+    """Two envs (seeds 11 and 12) for two whole episodes each: observations, rewards, discounts and the step limit
+    bit for bit as dm_control's, the second episode's reset drawn from where the first left the RandomState."""
+    seed, n = 11, 2
+    refs = [suite_load(env_id, seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    low = np.where(np.isfinite(spec.minimum), spec.minimum, -1.0)
+    high = np.where(np.isfinite(spec.maximum), spec.maximum, 1.0)
+    actions = np.random.default_rng(7)
+    with fastvec.make(env_id, num_envs=n) as env:
+        assert env.single_action_space.shape == spec.shape
+        obs, _ = env.reset(seed=seed)
+        for episode in range(2):
+            for i, ref in enumerate(refs):
+                ts = ref.reset()
+                assert ts.first()
+                assert_obs(obs, i, ts.observation, f"episode {episode} env {i} reset")
+            for t in range(1000):
+                a = actions.uniform(low, high, size=(n, *spec.shape))
+                obs, reward, terminated, truncated, _ = env.step(a)
+                assert reward.dtype == np.float64
+                for i, ref in enumerate(refs):
+                    ts = ref.step(a[i])
+                    what = f"episode {episode} step {t} env {i}"
+                    assert_obs(obs, i, ts.observation, what)
+                    assert_same(reward[i], np.float64(ts.reward), f"{what} reward")
+                    assert ts.discount == 1.0 and not terminated[i], what
+                    assert truncated[i] == ts.last(), f"{what}: truncated {truncated[i]}, dm_control's {ts.step_type}"
+            assert truncated.all()
+            obs, reward, *_ = env.step(np.zeros((n, *spec.shape)))  # next_step autoreset: the new episodes
+            assert not reward.any()
+
+
+@pytest.mark.parametrize("domain", ["acrobot", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker"])
+def test_model_file_is_dm_controls_model(domain):
+    """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
+    file's text and its common assets."""
+    import mujoco
+    from dm_control import suite
+
+    task = next(t for d, t in TASKS.values() if d == domain)
+    want = suite.load(domain, task).physics.model
+    got = mujoco.MjModel.from_xml_path(str(dm_control_models.model_path(f"{domain}.xml")))
+    for name in ("nq", "nv", "nu", "nbody", "njnt", "ngeom", "nsensor", "nsensordata"):
+        assert getattr(got, name) == getattr(want, name), name
+    assert got.opt.timestep == want.opt.timestep
+    assert got.opt.integrator == want.opt.integrator
+    for name in (
+        "body_mass",
+        "body_inertia",
+        "dof_damping",
+        "jnt_range",
+        "actuator_gear",
+        "actuator_ctrlrange",
+        "geom_size",
+        "geom_friction",
+        "qpos0",
+    ):
+        assert_same(getattr(got, name), getattr(want, name), name)
+
+
+@pytest.mark.parametrize(("env_id", "time_limit"), [("CartpoleBalance-v1", 0.5), ("WalkerWalk-v1", 1.0)])
+def test_time_limit_in_seconds(env_id, time_limit):
+    """time_limit is dm_control's, in seconds: episodes end where dm_control's do (0.5 s of 0.01 s steps: 50)."""
+    from dm_control import suite
+
+    domain, task = TASKS[env_id]
+    ref = suite.load(domain, task, task_kwargs={"random": 0, "time_limit": time_limit})
+    ref.reset()
+    want = 1
+    while not ref.step(np.zeros(ref.action_spec().shape)).last():
+        want += 1
+    assert want == math.ceil(time_limit / ref.control_timestep())
+    with fastvec.make(env_id, num_envs=1, time_limit=time_limit) as env:
+        env.reset(seed=0)
+        for t in range(1, want + 1):
+            *_, truncated, _ = env.step(np.zeros((1, *env.single_action_space.shape)))
+            assert truncated[0] == (t == want), t
+
+
+def test_flat_observation_is_dm_controls():
+    """flat_observation=True: one float64 Box, dm_control's Environment(flat_observation=True) "observations"."""
+    ref = suite_load("WalkerWalk-v1", 3, flat_observation=True)
+    with fastvec.make("WalkerWalk-v1", num_envs=1, flat_observation=True) as env:
+        assert env.single_observation_space == gym.spaces.Box(-np.inf, np.inf, (24,), np.float64)
+        obs, _ = env.reset(seed=3)
+        assert_same(obs[0], ref.reset().observation["observations"], "reset")
+        for t in range(20):
+            a = np.full((1, 6), 0.3)
+            obs, *_ = env.step(a)
+            assert_same(obs[0], ref.step(a[0]).observation["observations"], f"step {t}")
+
+
+def test_dict_observations_view_the_batch_and_stay_the_callers():
+    """Each key's array views the batch (no copy) in dm_control's order; a later step does not change them."""
+    with fastvec.make("WalkerWalk-v1", num_envs=3) as env:
+        assert list(env.single_observation_space.spaces) == ["orientations", "height", "velocity"]
+        obs, _ = env.reset(seed=0)
+        assert obs["height"].shape == (3,) and obs["orientations"].shape == (3, 14) and obs["velocity"].shape == (3, 9)
+        bases = {id(a.base) for a in obs.values()}
+        assert len(bases) == 1 and None not in {a.base for a in obs.values()}
+        assert obs in env.observation_space
+        kept = {k: v.copy() for k, v in obs.items()}
+        env.step(np.ones((3, 6)))
+        for k, v in kept.items():
+            assert_same(obs[k], v, k)
+
+
+def test_determinism_over_threads_and_async():
+    """The same seeds give the same trajectories, sync on one thread or async on two (batch 2 of 4)."""
+    steps, n = 30, 4
+    actions = np.random.default_rng(1).uniform(-1, 1, (steps, n, 6))
+    with fastvec.make("CheetahRun-v1", num_envs=n, num_threads=1) as env:
+        obs, _ = env.reset(seed=5)
+        want = [obs["velocity"].copy()]
+        for a in actions:
+            want.append(env.step(a)[0]["velocity"].copy())
+    with fastvec.make("CheetahRun-v1", num_envs=n, batch_size=2, num_threads=2) as env:
+        env.async_reset(seed=5)
+        got = [np.full((n, 9), np.nan) for _ in range(steps + 1)]
+        count = np.zeros(n, dtype=int)
+        while count.min() <= steps:
+            obs, _, _, _, info = env.recv()
+            ids = info["env_id"]
+            for row, e in enumerate(ids):
+                if count[e] <= steps:
+                    got[count[e]][e] = obs["velocity"][row]
+                count[e] += 1
+            live = ids[count[ids] <= steps]
+            if len(live):
+                env.send(actions[count[live] - 1, live], live)
+    for t in range(steps + 1):
+        assert_same(got[t], want[t], f"step {t}")
+
+
+def test_bad_options_and_actions():
+    with pytest.raises(ValueError, match="visualize_reward"):
+        fastvec.make("CartpoleBalance-v1", num_envs=1, visualize_reward=True)
+    with pytest.raises(ValueError, match="time_limit"):
+        fastvec.make("CartpoleBalance-v1", num_envs=1, time_limit=-1.0)
+    with pytest.raises(ValueError, match=r"max_episode_steps .* time_limit"):
+        fastvec.make("CartpoleBalance-v1", num_envs=1, time_limit=1.0, max_episode_steps=50)
+    with pytest.raises(TypeError, match="frame_skip"):
+        fastvec.make("CartpoleBalance-v1", num_envs=1, frame_skip=2)
+    with pytest.raises(FileNotFoundError, match="xml_file"):
+        fastvec.make("CartpoleBalance-v1", num_envs=1, xml_file="no_such_model.xml")
+    with fastvec.make("CartpoleBalance-v1", num_envs=2) as env:
+        with pytest.raises(RuntimeError, match=r"seed.*2\*\*32"):
+            env.reset(seed=2**32 - 1)  # env 1's seed is 2**32: dm_control's RandomState refuses it too
+        env.reset(seed=1)
+        with pytest.raises(ValueError, match="finite"):
+            env.step(np.array([[np.nan], [0.0]]))
+        obs, reward, *_ = env.step(np.zeros((2, 1)))
+        assert np.isfinite(reward).all() and np.isfinite(obs["position"]).all()
+
+
+def test_sb3_dict_and_flat_observations():
+    """SB3's VecEnv over Dict observations (terminal_observation a dict per env), MultiInputPolicy on a task whose
+    fields are all vectors (SB3's extractors cannot flatten a scalar field such as the walker's height), and
+    MlpPolicy with flat_observation."""
+    from stable_baselines3 import PPO
+
+    venv = fastvec.sb3_vec("WalkerWalk-v1", num_envs=2, time_limit=0.05)  # 2 steps an episode
+    obs = venv.reset()
+    assert set(obs) == {"orientations", "height", "velocity"} and obs["velocity"].shape == (2, 9)
+    venv.step(np.zeros((2, 6)))
+    _, _, dones, infos = venv.step(np.zeros((2, 6)))
+    assert dones.all()
+    assert set(infos[0]["terminal_observation"]) == {"orientations", "height", "velocity"}
+    venv.close()
+    for env_id, policy, kwargs in [
+        ("CartpoleBalance-v1", "MultiInputPolicy", {}),
+        ("WalkerWalk-v1", "MlpPolicy", {"flat_observation": True}),
+    ]:
+        venv = fastvec.sb3_vec(env_id, num_envs=2, **kwargs)
+        model = PPO(policy, venv, n_steps=16, batch_size=16, n_epochs=1, seed=0)
+        model.learn(32)
+        assert model.num_timesteps == 32
+        venv.close()
+
+
+def test_tianshou_dict_observations():
+    venv = fastvec.tianshou_venv("CartpoleSwingup-v1", num_envs=2)
+    obs, _ = venv.reset()
+    assert len(obs) == 2 and set(obs[0]) == {"position", "velocity"}
+    obs, reward, *_ = venv.step(np.zeros((2, 1)))
+    assert len(obs) == 2 and obs[1]["velocity"].shape == (2,) and reward.shape == (2,)
+    venv.close()
+
+
+def test_envpool_dm_timesteps():
+    """fastvec.envpool.make_dm: EnvPool's TimeSteps, a State field per named observation, equal to dm_control's
+    (EnvPool seeds env i with seed + i)."""
+    import fastvec.envpool
+
+    env = fastvec.envpool.make_dm("PendulumSwingup-v1", num_envs=2, seed=4)
+    ts = env.reset()
+    assert ts.observation._fields == ("env_id", "players", "orientation", "velocity")
+    assert (ts.step_type == 0).all()
+    for i in range(2):
+        want = suite_load("PendulumSwingup-v1", 4 + i).reset().observation
+        assert_same(ts.observation.orientation[i], want["orientation"], "orientation")
+        assert_same(ts.observation.velocity[i], want["velocity"], "velocity")
+    ts = env.step(np.zeros((2, 1)))
+    assert (ts.step_type == 1).all() and ts.reward.dtype == np.float32 and (ts.discount == 1).all()
+    spec = env.observation_spec()
+    assert spec.orientation.shape == (2,) and spec.velocity.shape == (1,)
+    env.close()
+
+
+def test_gymnasium_single_env_and_make_vec():
+    """gymnasium.make("fastvec/<id>") gives one env's Dict observations (copies), as dm_control's; make_vec's
+    vector entry point the pool's."""
+    env = gym.make("fastvec/WalkerWalk-v1")
+    obs, _ = env.reset(seed=3)
+    assert obs in env.observation_space
+    assert_obs({k: v[None] for k, v in obs.items()}, 0, suite_load("WalkerWalk-v1", 3).reset().observation, "reset")
+    obs, reward, terminated, truncated, _ = env.step(np.zeros(6, dtype=np.float32))
+    assert obs in env.observation_space and isinstance(reward, float) and not (terminated or truncated)
+    env.close()
+    vec = gym.make_vec("fastvec/CheetahRun-v1", num_envs=2, vectorization_mode="vector_entry_point")
+    obs, _ = vec.reset(seed=0)
+    assert obs["position"].shape == (2, 8) and obs in vec.observation_space
+    vec.close()
