@@ -9,6 +9,11 @@
 #include "envs/dm_control/pendulum.hpp"
 #include "envs/dm_control/point_mass.hpp"
 #include "envs/dm_control/walker.hpp"
+// humanoid, quadruped, fish, swimmer
+#include "envs/dm_control/fish.hpp"
+#include "envs/dm_control/humanoid.hpp"
+#include "envs/dm_control/quadruped.hpp"
+#include "envs/dm_control/swimmer.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -40,6 +45,18 @@ const EnvFamily dm_control([] {
   add_task<DMC(walker::PlanarWalker<0>)>("WalkerStand-v1");
   add_task<DMC(walker::PlanarWalker<1>)>("WalkerWalk-v1");
   add_task<DMC(walker::PlanarWalker<8>)>("WalkerRun-v1");
+  // humanoid, quadruped, fish, swimmer
+  add_task<DMC(humanoid::Humanoid<0>)>("HumanoidStand-v1");
+  add_task<DMC(humanoid::Humanoid<1>)>("HumanoidWalk-v1");
+  add_task<DMC(humanoid::Humanoid<10>)>("HumanoidRun-v1");
+  add_task<DMC(humanoid::Humanoid<10, true>)>("HumanoidRunPureState-v1");
+  add_task<DMC(quadruped::Move<5>)>("QuadrupedWalk-v1");
+  add_task<DMC(quadruped::Move<50>)>("QuadrupedRun-v1");
+  add_task<DMC(quadruped::Fetch)>("QuadrupedFetch-v1");
+  add_task<DMC(fish::Fish<false>)>("FishUpright-v1");
+  add_task<DMC(fish::Fish<true>)>("FishSwim-v1");
+  add_task<DMC(swimmer::Swimmer<6>)>("SwimmerSwimmer6-v1");
+  add_task<DMC(swimmer::Swimmer<15>)>("SwimmerSwimmer15-v1");
 });
 
 }  // namespace

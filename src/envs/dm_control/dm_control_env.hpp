@@ -10,6 +10,8 @@
 //   void initialize_episode(Physics&, int i, RandomState&);    the task's, after reset_context's entry
 //   double reward(const mjModel&, const mjData&) const;        get_reward
 //   void write_obs(const mjModel&, const mjData&, double*) const;  get_observation, fields concatenated
+//   (reward and write_obs may take the env's index after the mjData, for a task that keeps state per env: what
+//   dm_control's task writes into the model at reset, which here the block's envs share)
 //
 // Reference: dm_control/rl/control.py (Environment), dm_control/suite/base.py (Task).
 
@@ -116,10 +118,18 @@ class DmControlEnv {
   core::BasicStepResult<double> step(int i, const double* action) {
     physics_.set_control(i, action);
     physics_.step(i, n_sub_steps_);
-    return {task_.reward(physics_.model(), physics_.data(i)), false};
+    if constexpr (requires { task_.reward(physics_.model(), physics_.data(i), i); })
+      return {task_.reward(physics_.model(), physics_.data(i), i), false};
+    else
+      return {task_.reward(physics_.model(), physics_.data(i)), false};
   }
 
-  void write_obs(int i, double* out) const { task_.write_obs(physics_.model(), physics_.data(i), out); }
+  void write_obs(int i, double* out) const {
+    if constexpr (requires { task_.write_obs(physics_.model(), physics_.data(i), i, out); })
+      task_.write_obs(physics_.model(), physics_.data(i), i, out);
+    else
+      task_.write_obs(physics_.model(), physics_.data(i), out);
+  }
 
  private:
   Physics physics_;
@@ -135,6 +145,15 @@ inline int object_id(const mjModel& m, mjtObj type, const char* name) {
   if (id < 0) throw std::invalid_argument(std::string("xml_file: the model has no ") + mju_type2Str(type) +
                                           " named '" + name + "'");
   return id;
+}
+
+// out = v.dot(R) of a 3-vector and a row-major 3x3 matrix (a rotation, from xmat): OpenBLAS's gemv sums each
+// column as its ddot does (fused multiply-adds in order where numpy's dot is kFused, else in order).
+inline void vec_dot_mat3(const double* v, const double* r, double* out) {
+  const bool fused = mujoco::numpy_dot.load(std::memory_order_relaxed) == mujoco::DotKind::kFused;
+  for (int j = 0; j < 3; ++j)
+    out[j] = fused ? std::fma(v[2], r[6 + j], std::fma(v[1], r[3 + j], v[0] * r[j]))
+                   : v[0] * r[j] + v[1] * r[3 + j] + v[2] * r[6 + j];
 }
 
 // randomizers.randomize_limited_and_rotational_joints: each joint, in order, drawn from `random`: a limited
