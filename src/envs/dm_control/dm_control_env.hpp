@@ -10,6 +10,10 @@
 //   void initialize_episode(Physics&, int i, RandomState&);    the task's, after reset_context's entry
 //   double reward(const mjModel&, const mjData&) const;        get_reward
 //   void write_obs(const mjModel&, const mjData&, double*) const;  get_observation, fields concatenated
+//   static constexpr bool kModelPerEnv = true;    (optional) each env gets its own model (Physics::own_models)
+//   void seeded(Physics&, int i, RandomState&);   (optional) after env i's RandomState is seeded: what the suite
+//                                                 draws from it when it builds the environment (lqr's model)
+//   bool terminated(const mjModel&, const mjData&) const;   (optional) get_termination returned 0.0 (discount 0)
 //   (reward and write_obs may take the env's index after the mjData, for a task that keeps state per env: what
 //   dm_control's task writes into the model at reset, which here the block's envs share)
 //
@@ -92,7 +96,10 @@ class DmControlEnv {
         task_(physics_.model()),
         n_sub_steps_(compute_n_steps(T::kControlTimestep, physics_.model().opt.timestep)),
         random_(static_cast<size_t>(n)),
-        seeded_(static_cast<size_t>(n), false) {}
+        seeded_(static_cast<size_t>(n), false) {
+    if constexpr (requires { T::kModelPerEnv; })
+      if (T::kModelPerEnv) physics_.own_models();
+  }
 
   // Environment.reset: the task's RandomState, seeded once (with the env's seed, or a draw from the pool's
   // stream for an env reset without one) and continued across episodes; reset_context around
@@ -104,24 +111,32 @@ class DmControlEnv {
                              std::to_string(*seed));
       random_[i].seed(static_cast<uint32_t>(*seed));
       seeded_[i] = true;
+      if constexpr (requires { task_.seeded(physics_, i, random_[i]); }) task_.seeded(physics_, i, random_[i]);
     } else if (!seeded_[i]) {
       random_[i].seed(rng.next_u32());
       seeded_[i] = true;
+      if constexpr (requires { task_.seeded(physics_, i, random_[i]); }) task_.seeded(physics_, i, random_[i]);
     }
     physics_.reset(i);
     task_.initialize_episode(physics_, i, random_[i]);
     physics_.after_reset(i);
   }
 
-  // Environment.step: before_step (set_control), n_sub_steps physics steps, get_reward. No task here ends an
-  // episode (get_termination is None): the pool's time limit does, with discount 1.
+  // Environment.step: before_step (set_control), n_sub_steps physics steps, get_reward, get_termination (a task
+  // that has one: terminated is dm_env's discount 0). Otherwise the pool's time limit ends the episode, with
+  // discount 1.
   core::BasicStepResult<double> step(int i, const double* action) {
     physics_.set_control(i, action);
     physics_.step(i, n_sub_steps_);
+    double reward;
     if constexpr (requires { task_.reward(physics_.model(), physics_.data(i), i); })
-      return {task_.reward(physics_.model(), physics_.data(i), i), false};
+      reward = task_.reward(physics_.model(), physics_.data(i), i);
     else
-      return {task_.reward(physics_.model(), physics_.data(i)), false};
+      reward = task_.reward(physics_.model(), physics_.data(i));
+    bool terminated = false;
+    if constexpr (requires { task_.terminated(physics_.model(), physics_.data(i)); })
+      terminated = task_.terminated(physics_.model(), physics_.data(i));
+    return {reward, terminated};
   }
 
   void write_obs(int i, double* out) const {
