@@ -5,10 +5,11 @@ model files.
 An ``xml_file`` of a dm_control env is found as :func:`fastvec.mujoco_models.model_path` finds one, but a bare
 name is looked up in dm_control's suite (``"cartpole.xml"``).
 
-Some domains build their model in Python from a suite file (swimmer's ``n`` links, quadruped's arena per task).
-Their bare names (``"swimmer6.xml"``, ...: :data:`GENERATED`) are made here the way the suite's own functions
-make them, with the standard library's ElementTree instead of lxml, and written once to a cache directory (the
-file named by a hash of its text) with the suite's ``common`` includes as absolute paths.
+Some domains build their model in Python from a suite file (swimmer's ``n`` links, quadruped's arena per task,
+manipulator's props, stacker's boxes, lqr's chain). Their bare names (``"swimmer6.xml"``, ...: :data:`GENERATED`)
+are made here the way the suite's own functions make them, with the standard library's ElementTree instead of
+lxml, and written once to a cache directory (the file named by a hash of its text) with the suite's ``common``
+includes as absolute paths.
 """
 
 from __future__ import annotations
@@ -114,6 +115,62 @@ def quadruped(
     return mjcf
 
 
+def manipulator(use_peg: bool, insert: bool) -> ET.Element:
+    """manipulator.py's make_model(use_peg, insert): without the props the task does not use (of the ball, its
+    target and the cup; the peg, its target and the slot)."""
+    mjcf = _read("manipulator.xml")
+    parent_of = {child: parent for parent in mjcf.iter() for child in parent}
+    required = ["peg", "target_peg"] if use_peg else ["ball", "target_ball"]
+    if insert:
+        required.append("slot" if use_peg else "cup")
+    for prop in sorted({"ball", "target_ball", "cup", "peg", "target_peg", "slot"}.difference(required)):
+        body = mjcf.find(f".//body[@name='{prop}']")
+        if body is None:
+            raise ValueError(f"dm_control's manipulator.xml has no body named {prop!r}")
+        parent_of[body].remove(body)
+    return mjcf
+
+
+def stacker(n_boxes: int) -> ET.Element:
+    """stacker.py's make_model(n_boxes): without the boxes after the first n_boxes of its 4."""
+    mjcf = _read("stacker.xml")
+    parent_of = {child: parent for parent in mjcf.iter() for child in parent}
+    for b in range(n_boxes, 4):
+        box = mjcf.find(f".//body[@name='box{b}']")
+        if box is None:
+            raise ValueError(f"dm_control's stacker.xml has no body named 'box{b}'")
+        parent_of[box].remove(box)
+    return mjcf
+
+
+def lqr(n_bodies: int, n_actuators: int) -> ET.Element:
+    """lqr.py's _make_model(n_bodies, n_actuators): a chain of bodies on springs, the first n_actuators driven.
+    The suite draws each joint's stiffness and damping from the environment's RandomState; here they are
+    placeholders, which each env overwrites with its own draws when it is seeded (src/envs/dm_control/lqr.hpp)."""
+    mjcf = _read("lqr.xml")
+    parent = mjcf.find("./worldbody")
+    assert parent is not None
+    actuator = ET.SubElement(mjcf, "actuator")
+    tendon = ET.SubElement(mjcf, "tendon")
+    for body in range(n_bodies):
+        child = ET.Element("body", name=f"body_{body}")
+        child.set("pos", ".25 0 0")
+        ET.SubElement(child, "joint", {"name": f"joint_{body}", "stiffness": "20", "damping": "0"})
+        child.append(ET.Element("geom", name=f"geom_{body}"))
+        child.append(ET.Element("site", name=f"site_{body}"))
+        if body == 0:
+            child.set("pos", ".25 0 .1")
+        if body < n_actuators:
+            actuator.append(ET.Element("motor", name=f"motor_{body}", joint=f"joint_{body}"))
+        if body < n_bodies - 1:
+            spatial = ET.SubElement(tendon, "spatial", name=f"tendon_{body}")
+            spatial.append(ET.Element("site", site=f"site_{body}"))
+            spatial.append(ET.Element("site", site=f"site_{body + 1}"))
+        parent.append(child)
+        parent = child
+    return mjcf
+
+
 # The generated models' names (an xml_file's bare name) and how each is made.
 GENERATED: dict[str, Callable[[], ET.Element]] = {
     "swimmer6.xml": lambda: swimmer(6),
@@ -122,6 +179,14 @@ GENERATED: dict[str, Callable[[], ET.Element]] = {
     "quadruped_walk.xml": lambda: quadruped(floor_size=20 * 0.5),
     "quadruped_run.xml": lambda: quadruped(floor_size=20 * 5),
     "quadruped_fetch.xml": lambda: quadruped(walls_and_ball=True),
+    "manipulator_bring_ball.xml": lambda: manipulator(use_peg=False, insert=False),
+    "manipulator_bring_peg.xml": lambda: manipulator(use_peg=True, insert=False),
+    "manipulator_insert_ball.xml": lambda: manipulator(use_peg=False, insert=True),
+    "manipulator_insert_peg.xml": lambda: manipulator(use_peg=True, insert=True),
+    "stacker_stack2.xml": lambda: stacker(2),
+    "stacker_stack4.xml": lambda: stacker(4),
+    "lqr_2_1.xml": lambda: lqr(2, 1),
+    "lqr_6_2.xml": lambda: lqr(6, 2),
 }
 
 

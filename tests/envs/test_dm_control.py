@@ -37,7 +37,18 @@ TASKS = {
     "WalkerStand-v1": ("walker", "stand"),
     "WalkerWalk-v1": ("walker", "walk"),
     "WalkerRun-v1": ("walker", "run"),
+    "LqrLqr21-v1": ("lqr", "lqr_2_1"),
+    "LqrLqr62-v1": ("lqr", "lqr_6_2"),
+    "ManipulatorBringBall-v1": ("manipulator", "bring_ball"),
+    "ManipulatorBringPeg-v1": ("manipulator", "bring_peg"),
+    "ManipulatorInsertBall-v1": ("manipulator", "insert_ball"),
+    "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
+    "StackerStack2-v1": ("stacker", "stack_2"),
+    "StackerStack4-v1": ("stacker", "stack_4"),
 }
+
+# The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
+PARITY_TIME_LIMIT = {"LqrLqr21-v1": 30.0, "LqrLqr62-v1": 30.0}
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +57,12 @@ def _in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def suite_load(env_id: str, seed: int, **environment_kwargs):
+def suite_load(env_id: str, seed: int, time_limit: float | None = None, **environment_kwargs):
     from dm_control import suite
 
     domain, task = TASKS[env_id]
-    return suite.load(domain, task, task_kwargs={"random": seed}, environment_kwargs=environment_kwargs or None)
+    task_kwargs: dict = {"random": seed} if time_limit is None else {"random": seed, "time_limit": time_limit}
+    return suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=environment_kwargs or None)
 
 
 def _bits(a: object) -> np.ndarray:
@@ -93,12 +105,15 @@ def test_parity_over_two_episodes(env_id):
     """Two envs (seeds 11 and 12) for two whole episodes each: observations, rewards, discounts and the step limit
     bit for bit as dm_control's, the second episode's reset drawn from where the first left the RandomState."""
     seed, n = 11, 2
-    refs = [suite_load(env_id, seed + i) for i in range(n)]
+    time_limit = PARITY_TIME_LIMIT.get(env_id)
+    refs = [suite_load(env_id, seed + i, time_limit) for i in range(n)]
     spec = refs[0].action_spec()
-    low = np.where(np.isfinite(spec.minimum), spec.minimum, -1.0)
-    high = np.where(np.isfinite(spec.maximum), spec.maximum, 1.0)
+    # an unbounded actuator (dm_control's bound: +-mjMAXVAL, 1e10; lqr's motors): actions in [-1, 1]
+    low = np.where(np.abs(spec.minimum) < 1e10, spec.minimum, -1.0)
+    high = np.where(np.abs(spec.maximum) < 1e10, spec.maximum, 1.0)
     actions = np.random.default_rng(7)
-    with fastvec.make(env_id, num_envs=n) as env:
+    kwargs = {} if time_limit is None else {"time_limit": time_limit}
+    with fastvec.make(env_id, num_envs=n, **kwargs) as env:
         assert env.single_action_space.shape == spec.shape
         obs, _ = env.reset(seed=seed)
         for episode in range(2):
