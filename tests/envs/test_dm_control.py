@@ -95,6 +95,34 @@ def test_numpy_log1p_is_handed_over():
     assert all(_numpy_loops.call(loop, v) == np.log1p(v) for v in x)
 
 
+def test_numpy_arctan2_is_handed_over():
+    """The manipulator puts its object in the hand at np.pi - np.arctan2(...) of numpy float64 scalars: numpy's own
+    loop (on AVX-512 CPUs not libm's, scalars included) is what the compiled module calls."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.arctan2, nin=2)
+    assert loop is not None
+    y, x = np.random.default_rng(0).uniform(-1, 1, (2, 1000))
+    pairs = zip(y, x, strict=True)
+    assert all(_numpy_loops.call(loop, a, b) == np.arctan2(np.float64(a), np.float64(b)) for a, b in pairs)
+
+
+def test_lqr_has_no_time_limit():
+    """lqr's time_limit is infinite, as the suite's: no truncation at the family's usual 1000 steps, and the same
+    observations as dm_control's past them."""
+    ref = suite_load("LqrLqr21-v1", 5)
+    with fastvec.make("LqrLqr21-v1", num_envs=1) as env:
+        obs, _ = env.reset(seed=5)
+        ts = ref.reset()
+        for t in range(1100):
+            a = np.full((1, 1), 0.5 * math.sin(t / 10))
+            obs, reward, terminated, truncated, _ = env.step(a)
+            ts = ref.step(a[0])
+            assert not truncated[0] and not terminated[0] and not ts.last(), t
+        assert_obs(obs, 0, ts.observation, "step 1100")
+        assert_same(reward[0], np.float64(ts.reward), "step 1100 reward")
+
+
 def test_list_envs_has_the_tasks():
     assert set(TASKS) <= set(fastvec.list_envs())
     assert set(TASKS) <= set(fastvec.registry.family_ids("dm_control"))
