@@ -105,6 +105,16 @@ PYBIND11_MODULE(_core, m) {
       "numpy's float64 log1p loop (its address and data), for the dm_control envs' np.log1p; set by fastvec when "
       "it is imported (fastvec._numpy_loops).");
 
+  m.def(
+      "set_numpy_arcsinh",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_arcsinh.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                         reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 arcsinh loop (its address and data), for the dm_control envs' np.arcsinh; set by fastvec "
+      "when it is imported (fastvec._numpy_loops).");
+
   fb::translate_errors(m);
 
   // The benchmarks' ceiling for any native env: one env stepped in a C++ loop on this thread (registry's loop_rate).

@@ -45,4 +45,8 @@ class NumpyUnary {
 inline double libm_log1p(double x) { return std::log1p(x); }
 inline NumpyUnary numpy_log1p{libm_log1p};
 
+// np.arcsinh (dm_control's quadruped observes the arcsinh of its toes' force and torque sensors).
+inline double libm_asinh(double x) { return std::asinh(x); }
+inline NumpyUnary numpy_arcsinh{libm_asinh};
+
 }  // namespace fastvec::envs
