@@ -2,6 +2,7 @@
 
 #ifdef FASTVEC_WITH_MUJOCO
 #include "envs/dm_control/acrobot.hpp"
+#include "envs/dm_control/ball_in_cup.hpp"
 #include "envs/dm_control/cartpole.hpp"
 #include "envs/dm_control/cheetah.hpp"
 #include "envs/dm_control/hopper.hpp"
@@ -31,6 +32,7 @@ void add_task(const char* id) {
 const EnvFamily dm_control([] {
   add_task<DMC(acrobot::Balance<false>)>("AcrobotSwingup-v1");
   add_task<DMC(acrobot::Balance<true>)>("AcrobotSwingupSparse-v1");
+  add_task<DMC(ball_in_cup::Catch)>("BallInCupCatch-v1");
   add_task<DMC(cartpole::Balance<false, false>)>("CartpoleBalance-v1");
   add_task<DMC(cartpole::Balance<false, true>)>("CartpoleBalanceSparse-v1");
   add_task<DMC(cartpole::Balance<true, false>)>("CartpoleSwingup-v1");

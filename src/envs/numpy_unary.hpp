@@ -27,12 +27,13 @@ class NumpyUnary {
   double operator()(double x) const {
     const Loop loop = loop_.load(std::memory_order_acquire);
     if (loop == nullptr) return fallback_(x);
-    double out = 0;
-    char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&out)};
+    // In place, as np.log1p(a, out=a): numpy 1.26's loops take an output a few bytes past the input for an
+    // overlap and fall back to libm (envs/mpe/numpy_exp.hpp).
+    char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x)};
     const intptr_t n = 1;
     const intptr_t steps[2] = {sizeof(double), sizeof(double)};
     loop(args, &n, steps, data_.load(std::memory_order_relaxed));
-    return out;
+    return x;
   }
 
  private:

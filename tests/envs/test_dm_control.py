@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.versions, pytest.mark.mujoco]
 TASKS = {
     "AcrobotSwingup-v1": ("acrobot", "swingup"),
     "AcrobotSwingupSparse-v1": ("acrobot", "swingup_sparse"),
+    "BallInCupCatch-v1": ("ball_in_cup", "catch"),
     "CartpoleBalance-v1": ("cartpole", "balance"),
     "CartpoleBalanceSparse-v1": ("cartpole", "balance_sparse"),
     "CartpoleSwingup-v1": ("cartpole", "swingup"),
@@ -133,7 +134,8 @@ def test_parity_over_two_episodes(env_id):
 
 
 @pytest.mark.parametrize(
-    "domain", ["acrobot", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"]
+    "domain",
+    ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"],
 )
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
