@@ -1,7 +1,7 @@
-"""numpy's own float64 ``exp`` and ``log1p`` loops, handed to the compiled module so that the native envs compute
-``np.exp`` (MPE, dm_control's rewards) and ``np.log1p`` (dm_control's hopper) as numpy does in this process: numpy
-picks its kernel by CPU (SVML's on AVX-512 CPUs), which differs from libm's in the last bit for about 5% of
-arguments.
+"""numpy's own float64 ``exp``, ``log1p`` and ``arcsinh`` loops, handed to the compiled module so that the native
+envs compute ``np.exp`` (MPE, dm_control's rewards), ``np.log1p`` (dm_control's hopper) and ``np.arcsinh``
+(dm_control's quadruped) as numpy does in this process: numpy picks its kernel by CPU (SVML's on AVX-512 CPUs),
+which differs from libm's in the last bit for about 5% of arguments.
 
 The loop is read from the ``np.exp`` ufunc object (``PyUFuncObject``'s ``functions``, ``data``, ``ntypes`` and
 ``types``, whose layout numpy has kept since 1.x) and checked against ``np.exp`` before it is handed over;
@@ -77,6 +77,14 @@ def hand_over_log1p() -> None:
     probes = np.linspace(0.0, 50.0, 257)
     if loop is not None and all(call(loop, x) == np.log1p(x) for x in probes):
         _core.set_numpy_log1p(*loop)
+
+
+def hand_over_arcsinh() -> None:
+    """np.arcsinh's loop to the dm_control envs (quadruped's force and torque sensors), checked likewise."""
+    loop = float64_loop(np.arcsinh)
+    probes = np.linspace(-50.0, 50.0, 257)
+    if loop is not None and all(call(loop, x) == np.arcsinh(x) for x in probes):
+        _core.set_numpy_arcsinh(*loop)
 
 
 def hand_over_arctan2() -> None:

@@ -27,12 +27,13 @@ class NumpyUnary {
   double operator()(double x) const {
     const Loop loop = loop_.load(std::memory_order_acquire);
     if (loop == nullptr) return fallback_(x);
-    double out = 0;
-    char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&out)};
+    // In place, as np.log1p(a, out=a): numpy 1.26's loops take an output a few bytes past the input for an
+    // overlap and fall back to libm (envs/mpe/numpy_exp.hpp).
+    char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x)};
     const intptr_t n = 1;
     const intptr_t steps[2] = {sizeof(double), sizeof(double)};
     loop(args, &n, steps, data_.load(std::memory_order_relaxed));
-    return out;
+    return x;
   }
 
  private:
@@ -44,6 +45,10 @@ class NumpyUnary {
 // np.log1p (dm_control's hopper observes the log1p of its touch sensors).
 inline double libm_log1p(double x) { return std::log1p(x); }
 inline NumpyUnary numpy_log1p{libm_log1p};
+
+// np.arcsinh (dm_control's quadruped observes the arcsinh of its toes' force and torque sensors).
+inline double libm_asinh(double x) { return std::asinh(x); }
+inline NumpyUnary numpy_arcsinh{libm_asinh};
 
 // The same for a (float64, float64) -> float64 ufunc.
 class NumpyBinary {

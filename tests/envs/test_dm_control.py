@@ -37,6 +37,17 @@ TASKS = {
     "WalkerStand-v1": ("walker", "stand"),
     "WalkerWalk-v1": ("walker", "walk"),
     "WalkerRun-v1": ("walker", "run"),
+    "HumanoidStand-v1": ("humanoid", "stand"),
+    "HumanoidWalk-v1": ("humanoid", "walk"),
+    "HumanoidRun-v1": ("humanoid", "run"),
+    "HumanoidRunPureState-v1": ("humanoid", "run_pure_state"),
+    "QuadrupedWalk-v1": ("quadruped", "walk"),
+    "QuadrupedRun-v1": ("quadruped", "run"),
+    "QuadrupedFetch-v1": ("quadruped", "fetch"),
+    "FishUpright-v1": ("fish", "upright"),
+    "FishSwim-v1": ("fish", "swim"),
+    "SwimmerSwimmer6-v1": ("swimmer", "swimmer6"),
+    "SwimmerSwimmer15-v1": ("swimmer", "swimmer15"),
     "LqrLqr21-v1": ("lqr", "lqr_2_1"),
     "LqrLqr62-v1": ("lqr", "lqr_6_2"),
     "ManipulatorBringBall-v1": ("manipulator", "bring_ball"),
@@ -166,7 +177,8 @@ def test_parity_over_two_episodes(env_id):
 
 
 @pytest.mark.parametrize(
-    "domain", ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker"]
+    "domain",
+    ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"],
 )
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
@@ -193,6 +205,83 @@ def test_model_file_is_dm_controls_model(domain):
         "qpos0",
     ):
         assert_same(getattr(got, name), getattr(want, name), name)
+
+
+# The models fastvec builds as the suite's Python builds them (fastvec/dm_control_models.py: swimmer's n links,
+# quadruped's arena per task, manipulator's props, stacker's boxes), each against the model of a task that builds it.
+GENERATED = {
+    "swimmer6.xml": "SwimmerSwimmer6-v1",
+    "swimmer15.xml": "SwimmerSwimmer15-v1",
+    "quadruped_walk.xml": "QuadrupedWalk-v1",
+    "quadruped_run.xml": "QuadrupedRun-v1",
+    "quadruped_fetch.xml": "QuadrupedFetch-v1",
+    "manipulator_bring_ball.xml": "ManipulatorBringBall-v1",
+    "manipulator_bring_peg.xml": "ManipulatorBringPeg-v1",
+    "manipulator_insert_ball.xml": "ManipulatorInsertBall-v1",
+    "manipulator_insert_peg.xml": "ManipulatorInsertPeg-v1",
+    "stacker_stack2.xml": "StackerStack2-v1",
+    "stacker_stack4.xml": "StackerStack4-v1",
+}
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_model_is_the_suites(name):
+    """Every size and every array of the compiled model equal dm_control's."""
+    import mujoco
+
+    got = mujoco.MjModel.from_xml_path(str(dm_control_models.model_path(name)))
+    want = suite_load(GENERATED[name], 0).physics.model.ptr
+    compared = 0
+    for field in dir(want):
+        value = getattr(want, field)
+        if field.startswith("_"):
+            continue
+        if isinstance(value, np.ndarray):
+            assert getattr(got, field).shape == value.shape, field
+            assert np.array_equal(getattr(got, field), value, equal_nan=True), field
+            compared += 1
+        elif field.startswith("n") and isinstance(value, int):
+            assert getattr(got, field) == value, field
+    assert compared > 100  # every array of the model, not a handful
+    assert dm_control_models.model_path(name) == dm_control_models.model_path(name)  # written once
+
+
+@pytest.mark.parametrize(("num_threads", "block_size"), [(1, 4), (2, 2)])
+@pytest.mark.parametrize(
+    "env_id", ["FishSwim-v1", "SwimmerSwimmer6-v1", "ManipulatorInsertPeg-v1", "StackerStack2-v1", "LqrLqr21-v1"]
+)
+def test_per_env_targets(env_id, num_threads, block_size):
+    """fish's and swimmer's targets, which dm_control moves in the model at each reset, are each env's own here
+    (a block's envs share the model); manipulator's and stacker's targets and lqr's stiffness are in each env's own
+    model: 4 envs in blocks of 4 or 2, each as its own dm_control env."""
+    seed, n = 7, 4
+    refs = [suite_load(env_id, seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    actions = np.random.default_rng(seed)
+    with fastvec.make(env_id, num_envs=n, num_threads=num_threads, block_size=block_size) as env:
+        obs, _ = env.reset(seed=seed)
+        steps = [ref.reset() for ref in refs]
+        for t in range(60):
+            for i, ts in enumerate(steps):
+                assert_obs(obs, i, ts.observation, f"step {t} env {i}")
+            a = actions.uniform(np.maximum(spec.minimum, -1), np.minimum(spec.maximum, 1), size=(n, *spec.shape))
+            obs, reward, *_ = env.step(a)
+            steps = [ref.step(a[i]) for i, ref in enumerate(refs)]
+            for i, ts in enumerate(steps):
+                assert_same(reward[i], np.float64(ts.reward), f"step {t} env {i} reward")
+    keys = (("Swimmer", "to_target"), ("Fish", "target"), ("Lqr", "position"))  # else target_pos
+    target = next((key for prefix, key in keys if env_id.startswith(prefix)), "target_pos")
+    assert len({tuple(np.ravel(ts.observation[target])) for ts in steps}) == n  # each drew its own
+
+
+def test_numpy_arcsinh_is_handed_over():
+    """The quadruped observes np.arcsinh of its force and torque sensors: numpy's own loop, as for log1p."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.arcsinh)
+    assert loop is not None
+    x = np.random.default_rng(0).standard_normal(1000) * 30
+    assert all(_numpy_loops.call(loop, v) == np.arcsinh(v) for v in x)
 
 
 @pytest.mark.parametrize(("env_id", "time_limit"), [("CartpoleBalance-v1", 0.5), ("WalkerWalk-v1", 1.0)])

@@ -2,10 +2,6 @@
 // Quadruped's walk, run and fetch tasks: a port of dm_control/suite/quadruped.py (Move, Fetch), on the models
 // its make_model(floor_size, terrain, rangefinders, walls_and_ball) builds (fastvec/dm_control_models.py makes
 // the same files).
-//
-// force_torque is np.arcsinh of the toes' force and torque sensors: libm's asinh here, while numpy on a CPU with
-// AVX-512 takes Intel's SVML, which differs from libm in the last bit for some values (about 7% of them); the
-// rest of the observation, the rewards and the physics do not depend on it.
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +12,7 @@
 
 #include "envs/dm_control/dm_control_env.hpp"
 #include "envs/dm_control/rewards.hpp"
+#include "envs/numpy_unary.hpp"
 
 namespace fastvec::envs::dm_control::quadruped {
 
@@ -61,7 +58,7 @@ class Common {
     out = std::copy(d.sensordata + velocimeter_, d.sensordata + velocimeter_ + 3, out);
     *out++ = torso_upright(d);
     for (int a : imu_) *out++ = d.sensordata[a];
-    for (int a : force_torque_) *out++ = std::asinh(d.sensordata[a]);
+    for (int a : force_torque_) *out++ = numpy_arcsinh(d.sensordata[a]);
     return out;
   }
 
