@@ -88,6 +88,12 @@ class DmControlEnv {
     s.env_address_bytes = static_cast<double>(m->nbuffer + m->narena) + sizeof(mjData) + sizeof(RandomState);
     s.env_resident_bytes =
         static_cast<double>(m->nbuffer) + sizeof(mjData) + static_cast<double>(m->narena) / 8 + sizeof(RandomState);
+    if constexpr (requires { T::kModelPerEnv; }) {
+      if (T::kModelPerEnv) {  // each env's own copy of the model
+        s.env_address_bytes += static_cast<double>(m->nbuffer) + sizeof(mjModel);
+        s.env_resident_bytes += static_cast<double>(m->nbuffer) + sizeof(mjModel);
+      }
+    }
     return s;
   }
 
