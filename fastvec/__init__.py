@@ -76,3 +76,5 @@ def _sum_as_numpy() -> None:
 _sum_as_numpy()
 _numpy_loops.hand_over_exp()
 _numpy_loops.hand_over_log1p()
+_numpy_loops.hand_over_arcsinh()
+_numpy_loops.hand_over_arctan2()

@@ -1,7 +1,7 @@
-"""numpy's own float64 ``exp`` and ``log1p`` loops, handed to the compiled module so that the native envs compute
-``np.exp`` (MPE, dm_control's rewards) and ``np.log1p`` (dm_control's hopper) as numpy does in this process: numpy
-picks its kernel by CPU (SVML's on AVX-512 CPUs), which differs from libm's in the last bit for about 5% of
-arguments.
+"""numpy's own float64 ``exp``, ``log1p`` and ``arcsinh`` loops, handed to the compiled module so that the native
+envs compute ``np.exp`` (MPE, dm_control's rewards), ``np.log1p`` (dm_control's hopper) and ``np.arcsinh``
+(dm_control's quadruped) as numpy does in this process: numpy picks its kernel by CPU (SVML's on AVX-512 CPUs),
+which differs from libm's in the last bit for about 5% of arguments.
 
 The loop is read from the ``np.exp`` ufunc object (``PyUFuncObject``'s ``functions``, ``data``, ``ntypes`` and
 ``types``, whose layout numpy has kept since 1.x) and checked against ``np.exp`` before it is handed over;
@@ -42,27 +42,26 @@ _Loop = ctypes.CFUNCTYPE(
 )
 
 
-def float64_loop(ufunc: np.ufunc) -> tuple[int, int] | None:
-    """The address and data of ``ufunc``'s float64 -> float64 loop, or None if it has none."""
+def float64_loop(ufunc: np.ufunc, nin: int = 1) -> tuple[int, int] | None:
+    """The address and data of ``ufunc``'s loop of ``nin`` float64s -> float64, or None if it has none."""
     u = _UFunc.from_address(id(ufunc))
-    if u.nin != 1 or u.nout != 1 or u.name != ufunc.__name__.encode():
+    if u.nin != nin or u.nout != 1 or u.name != ufunc.__name__.encode():
         return None
     double = np.dtype(np.float64).num
     for k in range(u.ntypes):
-        if ord(u.types[2 * k]) == double and ord(u.types[2 * k + 1]) == double:
+        if all(ord(u.types[(nin + 1) * k + j]) == double for j in range(nin + 1)):
             return u.functions[k], u.data[k] or 0
     return None
 
 
-def call(loop: tuple[int, int], x: float) -> float:
-    """One float64 through ``loop``, as the compiled module calls it."""
-    inp = np.array([x], dtype=np.float64)
-    out = np.empty(1, dtype=np.float64)
-    args = (ctypes.c_void_p * 2)(inp.ctypes.data, out.ctypes.data)
+def call(loop: tuple[int, int], *x: float) -> float:
+    """One float64 (or one of each argument) through ``loop``, as the compiled module calls it."""
+    arrays = [np.array([v], dtype=np.float64) for v in x] + [np.empty(1, dtype=np.float64)]
+    args = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
     dims = (ctypes.c_ssize_t * 1)(1)
-    steps = (ctypes.c_ssize_t * 2)(8, 8)
+    steps = (ctypes.c_ssize_t * len(arrays))(*([8] * len(arrays)))
     _Loop(loop[0])(args, dims, steps, loop[1])
-    return float(out[0])
+    return float(arrays[-1][0])
 
 
 def hand_over_exp() -> None:
@@ -78,3 +77,19 @@ def hand_over_log1p() -> None:
     probes = np.linspace(0.0, 50.0, 257)
     if loop is not None and all(call(loop, x) == np.log1p(x) for x in probes):
         _core.set_numpy_log1p(*loop)
+
+
+def hand_over_arcsinh() -> None:
+    """np.arcsinh's loop to the dm_control envs (quadruped's force and torque sensors), checked likewise."""
+    loop = float64_loop(np.arcsinh)
+    probes = np.linspace(-50.0, 50.0, 257)
+    if loop is not None and all(call(loop, x) == np.arcsinh(x) for x in probes):
+        _core.set_numpy_arcsinh(*loop)
+
+
+def hand_over_arctan2() -> None:
+    """np.arctan2's loop to the dm_control envs (manipulator's object in hand), checked as :func:`hand_over_exp`'s."""
+    loop = float64_loop(np.arctan2, nin=2)
+    probes = np.linspace(-3.0, 3.0, 65)
+    if loop is not None and all(call(loop, y, x) == np.arctan2(y, x) for y in probes for x in probes):
+        _core.set_numpy_arctan2(*loop)

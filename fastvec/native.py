@@ -113,8 +113,11 @@ def make_pool(
 
 def _time_limit_steps(entry: EnvEntry, options: EnvOptions) -> int:
     """A dm_control task's time_limit in steps, as its Environment counts them: an episode ends at the first step
-    count >= time_limit / control_timestep (ValueError past 2**31 - 1 steps)."""
+    count >= time_limit / control_timestep (ValueError past 2**31 - 1 steps); 0 (no limit) for an infinite one
+    (lqr's default)."""
     time_limit = options.numbers.get("time_limit", entry.options["time_limit"])
+    if time_limit == math.inf:
+        return 0
     control_timestep = _core.control_timestep(entry.native, options.numbers, options.texts, options.ranges)
     steps = math.ceil(time_limit / control_timestep)
     if not 1 <= steps < 2**31:

@@ -108,6 +108,16 @@ PYBIND11_MODULE(_core, m) {
       "numpy's float64 log1p loop (its address and data), for the dm_control envs' np.log1p; set by fastvec when "
       "it is imported (fastvec._numpy_loops).");
 
+  m.def(
+      "set_numpy_arcsinh",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_arcsinh.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                         reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 arcsinh loop (its address and data), for the dm_control envs' np.arcsinh; set by fastvec "
+      "when it is imported (fastvec._numpy_loops).");
+
 #ifdef FASTVEC_WITH_XLA
   m.attr("has_xla") = true;
   m.def(
@@ -122,6 +132,16 @@ PYBIND11_MODULE(_core, m) {
 #else
   m.attr("has_xla") = false;
 #endif
+
+  m.def(
+      "set_numpy_arctan2",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_arctan2.set(reinterpret_cast<fastvec::envs::NumpyBinary::Loop>(loop),
+                                         reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 arctan2 loop (its address and data), for the dm_control envs' np.arctan2; set by fastvec "
+      "when it is imported (fastvec._numpy_loops).");
 
   fb::translate_errors(m);
 

@@ -9,6 +9,15 @@
 #include "envs/dm_control/pendulum.hpp"
 #include "envs/dm_control/point_mass.hpp"
 #include "envs/dm_control/walker.hpp"
+// humanoid, quadruped, fish, swimmer
+#include "envs/dm_control/fish.hpp"
+#include "envs/dm_control/humanoid.hpp"
+#include "envs/dm_control/quadruped.hpp"
+#include "envs/dm_control/swimmer.hpp"
+// lqr, manipulator, stacker
+#include "envs/dm_control/lqr.hpp"
+#include "envs/dm_control/manipulator.hpp"
+#include "envs/dm_control/stacker.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -18,12 +27,12 @@ namespace fastvec::bindings {
 namespace {
 
 template <class E>
-void add_task(const char* id) {
-  add_env<E>({.id = id, .max_episode_steps = 1000, .family = "dm_control"});
+void add_task(const char* id, int max_episode_steps = 1000) {
+  add_env<E>({.id = id, .max_episode_steps = max_episode_steps, .family = "dm_control"});
 }
 
 // The DeepMind Control Suite's tasks (dm_control.suite.load(domain, task)) under EnvPool's ids. Each episode
-// lasts the task's time_limit (1000 steps by default; the pool truncates it, with discount 1).
+// lasts the task's time_limit (1000 steps by default, lqr's infinite; the pool truncates it, with discount 1).
 const EnvFamily dm_control([] {
   add_task<DMC(acrobot::Balance<false>)>("AcrobotSwingup-v1");
   add_task<DMC(acrobot::Balance<true>)>("AcrobotSwingupSparse-v1");
@@ -40,6 +49,27 @@ const EnvFamily dm_control([] {
   add_task<DMC(walker::PlanarWalker<0>)>("WalkerStand-v1");
   add_task<DMC(walker::PlanarWalker<1>)>("WalkerWalk-v1");
   add_task<DMC(walker::PlanarWalker<8>)>("WalkerRun-v1");
+  // humanoid, quadruped, fish, swimmer
+  add_task<DMC(humanoid::Humanoid<0>)>("HumanoidStand-v1");
+  add_task<DMC(humanoid::Humanoid<1>)>("HumanoidWalk-v1");
+  add_task<DMC(humanoid::Humanoid<10>)>("HumanoidRun-v1");
+  add_task<DMC(humanoid::Humanoid<10, true>)>("HumanoidRunPureState-v1");
+  add_task<DMC(quadruped::Move<5>)>("QuadrupedWalk-v1");
+  add_task<DMC(quadruped::Move<50>)>("QuadrupedRun-v1");
+  add_task<DMC(quadruped::Fetch)>("QuadrupedFetch-v1");
+  add_task<DMC(fish::Fish<false>)>("FishUpright-v1");
+  add_task<DMC(fish::Fish<true>)>("FishSwim-v1");
+  add_task<DMC(swimmer::Swimmer<6>)>("SwimmerSwimmer6-v1");
+  add_task<DMC(swimmer::Swimmer<15>)>("SwimmerSwimmer15-v1");
+  // lqr, manipulator, stacker
+  add_task<DMC(lqr::Level<2, 1>)>("LqrLqr21-v1", 0);
+  add_task<DMC(lqr::Level<6, 2>)>("LqrLqr62-v1", 0);
+  add_task<DMC(manipulator::Bring<false, false>)>("ManipulatorBringBall-v1");
+  add_task<DMC(manipulator::Bring<true, false>)>("ManipulatorBringPeg-v1");
+  add_task<DMC(manipulator::Bring<false, true>)>("ManipulatorInsertBall-v1");
+  add_task<DMC(manipulator::Bring<true, true>)>("ManipulatorInsertPeg-v1");
+  add_task<DMC(stacker::Stack<2>)>("StackerStack2-v1");
+  add_task<DMC(stacker::Stack<4>)>("StackerStack4-v1");
 });
 
 }  // namespace

@@ -46,4 +46,44 @@ class NumpyUnary {
 inline double libm_log1p(double x) { return std::log1p(x); }
 inline NumpyUnary numpy_log1p{libm_log1p};
 
+// np.arcsinh (dm_control's quadruped observes the arcsinh of its toes' force and torque sensors).
+inline double libm_asinh(double x) { return std::asinh(x); }
+inline NumpyUnary numpy_arcsinh{libm_asinh};
+
+// The same for a (float64, float64) -> float64 ufunc.
+class NumpyBinary {
+ public:
+  using Loop = NumpyUnary::Loop;
+
+  explicit constexpr NumpyBinary(double (*fallback)(double, double)) : fallback_(fallback) {}
+
+  // Called once at import, before any pool exists.
+  void set(Loop loop, void* data) {
+    data_.store(data, std::memory_order_relaxed);
+    loop_.store(loop, std::memory_order_release);
+  }
+
+  // Read by the pools' workers.
+  double operator()(double x, double y) const {
+    const Loop loop = loop_.load(std::memory_order_acquire);
+    if (loop == nullptr) return fallback_(x, y);
+    double out = 0;
+    char* args[3] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&y), reinterpret_cast<char*>(&out)};
+    const intptr_t n = 1;
+    const intptr_t steps[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    loop(args, &n, steps, data_.load(std::memory_order_relaxed));
+    return out;
+  }
+
+ private:
+  double (*fallback_)(double, double);
+  std::atomic<Loop> loop_{nullptr};
+  std::atomic<void*> data_{nullptr};
+};
+
+// np.arctan2 (dm_control's manipulator puts a ball in the hand at the grasp's angle): numpy's differs from libm's
+// in the last bit for about 8% of arguments, scalars included, on AVX-512 CPUs.
+inline double libm_atan2(double y, double x) { return std::atan2(y, x); }
+inline NumpyBinary numpy_arctan2{libm_atan2};
+
 }  // namespace fastvec::envs

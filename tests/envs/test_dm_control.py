@@ -37,7 +37,29 @@ TASKS = {
     "WalkerStand-v1": ("walker", "stand"),
     "WalkerWalk-v1": ("walker", "walk"),
     "WalkerRun-v1": ("walker", "run"),
+    "HumanoidStand-v1": ("humanoid", "stand"),
+    "HumanoidWalk-v1": ("humanoid", "walk"),
+    "HumanoidRun-v1": ("humanoid", "run"),
+    "HumanoidRunPureState-v1": ("humanoid", "run_pure_state"),
+    "QuadrupedWalk-v1": ("quadruped", "walk"),
+    "QuadrupedRun-v1": ("quadruped", "run"),
+    "QuadrupedFetch-v1": ("quadruped", "fetch"),
+    "FishUpright-v1": ("fish", "upright"),
+    "FishSwim-v1": ("fish", "swim"),
+    "SwimmerSwimmer6-v1": ("swimmer", "swimmer6"),
+    "SwimmerSwimmer15-v1": ("swimmer", "swimmer15"),
+    "LqrLqr21-v1": ("lqr", "lqr_2_1"),
+    "LqrLqr62-v1": ("lqr", "lqr_6_2"),
+    "ManipulatorBringBall-v1": ("manipulator", "bring_ball"),
+    "ManipulatorBringPeg-v1": ("manipulator", "bring_peg"),
+    "ManipulatorInsertBall-v1": ("manipulator", "insert_ball"),
+    "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
+    "StackerStack2-v1": ("stacker", "stack_2"),
+    "StackerStack4-v1": ("stacker", "stack_4"),
 }
+
+# The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
+PARITY_TIME_LIMIT = {"LqrLqr21-v1": 30.0, "LqrLqr62-v1": 30.0}
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +68,12 @@ def _in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def suite_load(env_id: str, seed: int, **environment_kwargs):
+def suite_load(env_id: str, seed: int, time_limit: float | None = None, **environment_kwargs):
     from dm_control import suite
 
     domain, task = TASKS[env_id]
-    return suite.load(domain, task, task_kwargs={"random": seed}, environment_kwargs=environment_kwargs or None)
+    task_kwargs: dict = {"random": seed} if time_limit is None else {"random": seed, "time_limit": time_limit}
+    return suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=environment_kwargs or None)
 
 
 def _bits(a: object) -> np.ndarray:
@@ -83,6 +106,34 @@ def test_numpy_log1p_is_handed_over():
     assert all(_numpy_loops.call(loop, v) == np.log1p(v) for v in x)
 
 
+def test_numpy_arctan2_is_handed_over():
+    """The manipulator puts its object in the hand at np.pi - np.arctan2(...) of numpy float64 scalars: numpy's own
+    loop (on AVX-512 CPUs not libm's, scalars included) is what the compiled module calls."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.arctan2, nin=2)
+    assert loop is not None
+    y, x = np.random.default_rng(0).uniform(-1, 1, (2, 1000))
+    pairs = zip(y, x, strict=True)
+    assert all(_numpy_loops.call(loop, a, b) == np.arctan2(np.float64(a), np.float64(b)) for a, b in pairs)
+
+
+def test_lqr_has_no_time_limit():
+    """lqr's time_limit is infinite, as the suite's: no truncation at the family's usual 1000 steps, and the same
+    observations as dm_control's past them."""
+    ref = suite_load("LqrLqr21-v1", 5)
+    with fastvec.make("LqrLqr21-v1", num_envs=1) as env:
+        obs, _ = env.reset(seed=5)
+        ts = ref.reset()
+        for t in range(1100):
+            a = np.full((1, 1), 0.5 * math.sin(t / 10))
+            obs, reward, terminated, truncated, _ = env.step(a)
+            ts = ref.step(a[0])
+            assert not truncated[0] and not terminated[0] and not ts.last(), t
+        assert_obs(obs, 0, ts.observation, "step 1100")
+        assert_same(reward[0], np.float64(ts.reward), "step 1100 reward")
+
+
 def test_list_envs_has_the_tasks():
     assert set(TASKS) <= set(fastvec.list_envs())
     assert set(TASKS) <= set(fastvec.registry.family_ids("dm_control"))
@@ -93,12 +144,15 @@ def test_parity_over_two_episodes(env_id):
     """Two envs (seeds 11 and 12) for two whole episodes each: observations, rewards, discounts and the step limit
     bit for bit as dm_control's, the second episode's reset drawn from where the first left the RandomState."""
     seed, n = 11, 2
-    refs = [suite_load(env_id, seed + i) for i in range(n)]
+    time_limit = PARITY_TIME_LIMIT.get(env_id)
+    refs = [suite_load(env_id, seed + i, time_limit) for i in range(n)]
     spec = refs[0].action_spec()
-    low = np.where(np.isfinite(spec.minimum), spec.minimum, -1.0)
-    high = np.where(np.isfinite(spec.maximum), spec.maximum, 1.0)
+    # an unbounded actuator (dm_control's bound: +-mjMAXVAL, 1e10; lqr's motors): actions in [-1, 1]
+    low = np.where(np.abs(spec.minimum) < 1e10, spec.minimum, -1.0)
+    high = np.where(np.abs(spec.maximum) < 1e10, spec.maximum, 1.0)
     actions = np.random.default_rng(7)
-    with fastvec.make(env_id, num_envs=n) as env:
+    kwargs = {} if time_limit is None else {"time_limit": time_limit}
+    with fastvec.make(env_id, num_envs=n, **kwargs) as env:
         assert env.single_action_space.shape == spec.shape
         obs, _ = env.reset(seed=seed)
         for episode in range(2):
@@ -123,7 +177,8 @@ def test_parity_over_two_episodes(env_id):
 
 
 @pytest.mark.parametrize(
-    "domain", ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker"]
+    "domain",
+    ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"],
 )
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
@@ -150,6 +205,83 @@ def test_model_file_is_dm_controls_model(domain):
         "qpos0",
     ):
         assert_same(getattr(got, name), getattr(want, name), name)
+
+
+# The models fastvec builds as the suite's Python builds them (fastvec/dm_control_models.py: swimmer's n links,
+# quadruped's arena per task, manipulator's props, stacker's boxes), each against the model of a task that builds it.
+GENERATED = {
+    "swimmer6.xml": "SwimmerSwimmer6-v1",
+    "swimmer15.xml": "SwimmerSwimmer15-v1",
+    "quadruped_walk.xml": "QuadrupedWalk-v1",
+    "quadruped_run.xml": "QuadrupedRun-v1",
+    "quadruped_fetch.xml": "QuadrupedFetch-v1",
+    "manipulator_bring_ball.xml": "ManipulatorBringBall-v1",
+    "manipulator_bring_peg.xml": "ManipulatorBringPeg-v1",
+    "manipulator_insert_ball.xml": "ManipulatorInsertBall-v1",
+    "manipulator_insert_peg.xml": "ManipulatorInsertPeg-v1",
+    "stacker_stack2.xml": "StackerStack2-v1",
+    "stacker_stack4.xml": "StackerStack4-v1",
+}
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_model_is_the_suites(name):
+    """Every size and every array of the compiled model equal dm_control's."""
+    import mujoco
+
+    got = mujoco.MjModel.from_xml_path(str(dm_control_models.model_path(name)))
+    want = suite_load(GENERATED[name], 0).physics.model.ptr
+    compared = 0
+    for field in dir(want):
+        value = getattr(want, field)
+        if field.startswith("_"):
+            continue
+        if isinstance(value, np.ndarray):
+            assert getattr(got, field).shape == value.shape, field
+            assert np.array_equal(getattr(got, field), value, equal_nan=True), field
+            compared += 1
+        elif field.startswith("n") and isinstance(value, int):
+            assert getattr(got, field) == value, field
+    assert compared > 100  # every array of the model, not a handful
+    assert dm_control_models.model_path(name) == dm_control_models.model_path(name)  # written once
+
+
+@pytest.mark.parametrize(("num_threads", "block_size"), [(1, 4), (2, 2)])
+@pytest.mark.parametrize(
+    "env_id", ["FishSwim-v1", "SwimmerSwimmer6-v1", "ManipulatorInsertPeg-v1", "StackerStack2-v1", "LqrLqr21-v1"]
+)
+def test_per_env_targets(env_id, num_threads, block_size):
+    """fish's and swimmer's targets, which dm_control moves in the model at each reset, are each env's own here
+    (a block's envs share the model); manipulator's and stacker's targets and lqr's stiffness are in each env's own
+    model: 4 envs in blocks of 4 or 2, each as its own dm_control env."""
+    seed, n = 7, 4
+    refs = [suite_load(env_id, seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    actions = np.random.default_rng(seed)
+    with fastvec.make(env_id, num_envs=n, num_threads=num_threads, block_size=block_size) as env:
+        obs, _ = env.reset(seed=seed)
+        steps = [ref.reset() for ref in refs]
+        for t in range(60):
+            for i, ts in enumerate(steps):
+                assert_obs(obs, i, ts.observation, f"step {t} env {i}")
+            a = actions.uniform(np.maximum(spec.minimum, -1), np.minimum(spec.maximum, 1), size=(n, *spec.shape))
+            obs, reward, *_ = env.step(a)
+            steps = [ref.step(a[i]) for i, ref in enumerate(refs)]
+            for i, ts in enumerate(steps):
+                assert_same(reward[i], np.float64(ts.reward), f"step {t} env {i} reward")
+    keys = (("Swimmer", "to_target"), ("Fish", "target"), ("Lqr", "position"))  # else target_pos
+    target = next((key for prefix, key in keys if env_id.startswith(prefix)), "target_pos")
+    assert len({tuple(np.ravel(ts.observation[target])) for ts in steps}) == n  # each drew its own
+
+
+def test_numpy_arcsinh_is_handed_over():
+    """The quadruped observes np.arcsinh of its force and torque sensors: numpy's own loop, as for log1p."""
+    from fastvec import _numpy_loops
+
+    loop = _numpy_loops.float64_loop(np.arcsinh)
+    assert loop is not None
+    x = np.random.default_rng(0).standard_normal(1000) * 30
+    assert all(_numpy_loops.call(loop, v) == np.arcsinh(v) for v in x)
 
 
 @pytest.mark.parametrize(("env_id", "time_limit"), [("CartpoleBalance-v1", 0.5), ("WalkerWalk-v1", 1.0)])

@@ -10,6 +10,12 @@
 //   void initialize_episode(Physics&, int i, RandomState&);    the task's, after reset_context's entry
 //   double reward(const mjModel&, const mjData&) const;        get_reward
 //   void write_obs(const mjModel&, const mjData&, double*) const;  get_observation, fields concatenated
+//   static constexpr bool kModelPerEnv = true;    (optional) each env gets its own model (Physics::own_models)
+//   void seeded(Physics&, int i, RandomState&);   (optional) after env i's RandomState is seeded: what the suite
+//                                                 draws from it when it builds the environment (lqr's model)
+//   bool terminated(const mjModel&, const mjData&) const;   (optional) get_termination returned 0.0 (discount 0)
+//   (reward and write_obs may take the env's index after the mjData, for a task that keeps state per env: what
+//   dm_control's task writes into the model at reset, which here the block's envs share)
 //
 // Reference: dm_control/rl/control.py (Environment), dm_control/suite/base.py (Task).
 
@@ -82,6 +88,12 @@ class DmControlEnv {
     s.env_address_bytes = static_cast<double>(m->nbuffer + m->narena) + sizeof(mjData) + sizeof(RandomState);
     s.env_resident_bytes =
         static_cast<double>(m->nbuffer) + sizeof(mjData) + static_cast<double>(m->narena) / 8 + sizeof(RandomState);
+    if constexpr (requires { T::kModelPerEnv; }) {
+      if (T::kModelPerEnv) {  // each env's own copy of the model
+        s.env_address_bytes += static_cast<double>(m->nbuffer) + sizeof(mjModel);
+        s.env_resident_bytes += static_cast<double>(m->nbuffer) + sizeof(mjModel);
+      }
+    }
     return s;
   }
 
@@ -90,7 +102,10 @@ class DmControlEnv {
         task_(physics_.model()),
         n_sub_steps_(compute_n_steps(T::kControlTimestep, physics_.model().opt.timestep)),
         random_(static_cast<size_t>(n)),
-        seeded_(static_cast<size_t>(n), false) {}
+        seeded_(static_cast<size_t>(n), false) {
+    if constexpr (requires { T::kModelPerEnv; })
+      if (T::kModelPerEnv) physics_.own_models();
+  }
 
   // Environment.reset: the task's RandomState, seeded once (with the env's seed; a seed past 2**32 - 1, which
   // dm_control's RandomState refuses, or an env reset without one: with a draw from the pool's stream for it)
@@ -99,24 +114,40 @@ class DmControlEnv {
     if (const std::optional<uint64_t> seed = rng.take_seed()) {
       random_[i].seed(*seed <= UINT32_MAX ? static_cast<uint32_t>(*seed) : rng.next_u32());
       seeded_[i] = true;
+      if constexpr (requires { task_.seeded(physics_, i, random_[i]); }) task_.seeded(physics_, i, random_[i]);
     } else if (!seeded_[i]) {
       random_[i].seed(rng.next_u32());
       seeded_[i] = true;
+      if constexpr (requires { task_.seeded(physics_, i, random_[i]); }) task_.seeded(physics_, i, random_[i]);
     }
     physics_.reset(i);
     task_.initialize_episode(physics_, i, random_[i]);
     physics_.after_reset(i);
   }
 
-  // Environment.step: before_step (set_control), n_sub_steps physics steps, get_reward. No task here ends an
-  // episode (get_termination is None): the pool's time limit does, with discount 1.
+  // Environment.step: before_step (set_control), n_sub_steps physics steps, get_reward, get_termination (a task
+  // that has one: terminated is dm_env's discount 0). Otherwise the pool's time limit ends the episode, with
+  // discount 1.
   core::BasicStepResult<double> step(int i, const double* action) {
     physics_.set_control(i, action);
     physics_.step(i, n_sub_steps_);
-    return {task_.reward(physics_.model(), physics_.data(i)), false};
+    double reward;
+    if constexpr (requires { task_.reward(physics_.model(), physics_.data(i), i); })
+      reward = task_.reward(physics_.model(), physics_.data(i), i);
+    else
+      reward = task_.reward(physics_.model(), physics_.data(i));
+    bool terminated = false;
+    if constexpr (requires { task_.terminated(physics_.model(), physics_.data(i)); })
+      terminated = task_.terminated(physics_.model(), physics_.data(i));
+    return {reward, terminated};
   }
 
-  void write_obs(int i, double* out) const { task_.write_obs(physics_.model(), physics_.data(i), out); }
+  void write_obs(int i, double* out) const {
+    if constexpr (requires { task_.write_obs(physics_.model(), physics_.data(i), i, out); })
+      task_.write_obs(physics_.model(), physics_.data(i), i, out);
+    else
+      task_.write_obs(physics_.model(), physics_.data(i), out);
+  }
 
  private:
   Physics physics_;
@@ -132,6 +163,15 @@ inline int object_id(const mjModel& m, mjtObj type, const char* name) {
   if (id < 0) throw std::invalid_argument(std::string("xml_file: the model has no ") + mju_type2Str(type) +
                                           " named '" + name + "'");
   return id;
+}
+
+// out = v.dot(R) of a 3-vector and a row-major 3x3 matrix (a rotation, from xmat): OpenBLAS's gemv sums each
+// column as its ddot does (fused multiply-adds in order where numpy's dot is kFused, else in order).
+inline void vec_dot_mat3(const double* v, const double* r, double* out) {
+  const bool fused = mujoco::numpy_dot.load(std::memory_order_relaxed) == mujoco::DotKind::kFused;
+  for (int j = 0; j < 3; ++j)
+    out[j] = fused ? std::fma(v[2], r[6 + j], std::fma(v[1], r[3 + j], v[0] * r[j]))
+                   : v[0] * r[j] + v[1] * r[3 + j] + v[2] * r[6 + j];
 }
 
 // randomizers.randomize_limited_and_rotational_joints: each joint, in order, drawn from `random`: a limited

@@ -38,6 +38,34 @@ Physics::Physics(int n, const std::string& path)
   }
 }
 
+void Physics::own_models() {
+  own_.clear();
+  for (size_t i = 0; i < data_.size(); ++i) {
+    mjModel* m = nullptr;
+    mujoco::catching_errors([&] { m = mj_copyModel(nullptr, model_.get()); });
+    if (m == nullptr) throw std::runtime_error("MuJoCo could not copy the model of env " + std::to_string(i));
+    own_.emplace_back(m, [](mjModel* p) { mj_deleteModel(p); });
+  }
+}
+
+void Physics::forward_passive(int i) {
+  mjData* d = data_[i].get();
+  if (own_.empty()) {
+    mj_forward(passive_.get(), d);
+    return;
+  }
+  // Model.disable('actuation') on env i's own model, for this forward only.
+  mjModel* m = own_[i].get();
+  const int flags = m->opt.disableflags;
+  m->opt.disableflags |= mjDSBL_ACTUATION;
+  struct Restore {
+    mjModel* m;
+    int flags;
+    ~Restore() { m->opt.disableflags = flags; }
+  } restore{m, flags};
+  mj_forward(m, d);
+}
+
 template <class F>
 void Physics::checked(int i, F&& f) {
   mjData* d = data_[i].get();
@@ -59,15 +87,14 @@ void Physics::reset(int i) {
   mujoco::refuse_python_callbacks();
   mjData* d = data_[i].get();
   mujoco::catching_errors([&] {
-    mj_resetData(model_.get(), d);
-    mj_forward(passive_.get(), d);  // (reset_context ignores a PhysicsError of this forward)
+    mj_resetData(stepped(i), d);
+    forward_passive(i);  // (reset_context ignores a PhysicsError of this forward)
   });
 }
 
 void Physics::after_reset(int i) {
   mujoco::refuse_python_callbacks();
-  mjData* d = data_[i].get();
-  checked(i, [&] { mj_forward(passive_.get(), d); });
+  checked(i, [&] { forward_passive(i); });
 }
 
 void Physics::set_control(int i, const double* action) {
@@ -76,7 +103,7 @@ void Physics::set_control(int i, const double* action) {
 
 void Physics::step(int i, int nstep) {
   mujoco::refuse_python_callbacks();
-  const mjModel* m = model_.get();
+  const mjModel* m = stepped(i);
   mjData* d = data_[i].get();
   checked(i, [&] {
     if (m->opt.integrator != mjINT_RK4) {

@@ -26,6 +26,11 @@ class Physics {
   Physics(int n, const std::string& path);
 
   const mjModel& model() const { return *model_; }
+  // Gives each env its own copy of the model, for a task that writes into it at reset (manipulator moves its
+  // target and receptacle; each dm_control env owns its model): reset and step then use env i's copy.
+  void own_models();
+  // Env i's own model (own_models() called first), for its task's initialize_episode to write into.
+  mjModel& own_model(int i) { return *own_[i]; }
   mjData& data(int i) { return *data_[i]; }
   const mjData& data(int i) const { return *data_[i]; }
 
@@ -44,11 +49,16 @@ class Physics {
   // f() inside check_invalid_state: a MuJoCo warning it raises is a PhysicsError (core::EnvError).
   template <class F>
   void checked(int i, F&& f);
+  // mj_forward of env i with actuation disabled.
+  void forward_passive(int i);
+  const mjModel* stepped(int i) const { return own_.empty() ? model_.get() : own_[i].get(); }
 
   std::shared_ptr<const mjModel> model_;
   // The model with mjDSBL_ACTUATION (Model.disable('actuation')): a copy of this block's, for reset's forwards.
   std::unique_ptr<mjModel, void (*)(mjModel*)> passive_;
   std::vector<mujoco::DataPtr> data_;
+  // Empty, or each env's model (own_models).
+  std::vector<std::unique_ptr<mjModel, void (*)(mjModel*)>> own_;
 };
 
 }  // namespace fastvec::envs::dm_control

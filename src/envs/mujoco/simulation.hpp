@@ -114,10 +114,9 @@ inline double sum_of_clipped_squares(const double* a, int64_t n, double lo, doub
 enum class DotKind : int { kFused, kSeparate, kTwoLanes };
 inline std::atomic<DotKind> numpy_dot{DotKind::kFused};
 
-// np.linalg.norm(a) of a contiguous float64 vector (2 or 3 values here):
-// sqrt(a.dot(a)), summed as numpy's dot sums it (numpy_dot).
+// a.dot(a) of a contiguous float64 vector (a few values here), summed as numpy's dot sums it (numpy_dot).
 // (Compiled without contraction: a * a + b is two roundings but where std::fma says one.)
-inline double norm(const double* a, int64_t n) {
+inline double self_dot(const double* a, int64_t n) {
   double dot = 0.0;
   switch (numpy_dot.load(std::memory_order_relaxed)) {
     case DotKind::kFused:
@@ -133,8 +132,11 @@ inline double norm(const double* a, int64_t n) {
       break;
     }
   }
-  return std::sqrt(dot);
+  return dot;
 }
+
+// np.linalg.norm(a) of a contiguous float64 vector (2 or 3 values here): sqrt(a.dot(a)).
+inline double norm(const double* a, int64_t n) { return std::sqrt(self_dot(a, n)); }
 
 // A numpy float64 scalar's x ** y: libm's pow (which is not always x * x for
 // y = 2: they differ in the last bit for about 1 value in 1,000). The

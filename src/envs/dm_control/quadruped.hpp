@@ -1,0 +1,217 @@
+#pragma once
+// Quadruped's walk, run and fetch tasks: a port of dm_control/suite/quadruped.py (Move, Fetch), on the models
+// its make_model(floor_size, terrain, rangefinders, walls_and_ball) builds (fastvec/dm_control_models.py makes
+// the same files).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <string_view>
+
+#include "envs/dm_control/dm_control_env.hpp"
+#include "envs/dm_control/rewards.hpp"
+#include "envs/numpy_unary.hpp"
+
+namespace fastvec::envs::dm_control::quadruped {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// What the tasks share: the model's parts they read, _common_observations and _find_non_contacting_height.
+class Common {
+ public:
+  explicit Common(const mjModel& m)
+      : torso_(object_id(m, mjOBJ_BODY, "torso")),
+        root_(m.jnt_qposadr[object_id(m, mjOBJ_JOINT, "root")]),
+        velocimeter_(m.sensor_adr[object_id(m, mjOBJ_SENSOR, "velocimeter")]),
+        na_(static_cast<int>(m.na)) {
+    if (m.jnt_type[object_id(m, mjOBJ_JOINT, "root")] != mjJNT_FREE)
+      throw std::invalid_argument("xml_file: the quadruped's root joint must be free");
+    for (int j = 0; j < m.njnt; ++j) {
+      if (m.jnt_type[j] != mjJNT_HINGE) continue;
+      hinge_qpos_.push_back(m.jnt_qposadr[j]);
+      hinge_qvel_.push_back(m.jnt_dofadr[j]);
+    }
+    // the sensors of these types, in the model's order (Physics._get_sensor_names)
+    for (int s = 0; s < m.nsensor; ++s) {
+      const int type = m.sensor_type[s];
+      std::vector<int>* to = type == mjSENS_GYRO || type == mjSENS_ACCELEROMETER ? &imu_
+                             : type == mjSENS_FORCE || type == mjSENS_TORQUE     ? &force_torque_
+                                                                                 : nullptr;
+      for (int k = 0; to != nullptr && k < m.sensor_dim[s]; ++k) to->push_back(m.sensor_adr[s] + k);
+    }
+  }
+
+  std::vector<core::ObsField> observation() const {
+    return {{"egocentric_state", {static_cast<int64_t>(2 * hinge_qpos_.size()) + na_}},
+            {"torso_velocity", {3}},
+            {"torso_upright", {}},
+            {"imu", {static_cast<int64_t>(imu_.size())}},
+            {"force_torque", {static_cast<int64_t>(force_torque_.size())}}};
+  }
+
+  double* write_obs(const mjData& d, double* out) const {
+    for (int a : hinge_qpos_) *out++ = d.qpos[a];
+    for (int a : hinge_qvel_) *out++ = d.qvel[a];
+    out = std::copy(d.act, d.act + na_, out);
+    out = std::copy(d.sensordata + velocimeter_, d.sensordata + velocimeter_ + 3, out);
+    *out++ = torso_upright(d);
+    for (int a : imu_) *out++ = d.sensordata[a];
+    for (int a : force_torque_) *out++ = numpy_arcsinh(d.sensordata[a]);
+    return out;
+  }
+
+  // _find_non_contacting_height: the root at (x, y, z) with `orientation`, z from 0 up by 0.01 until nothing
+  // touches (each try in a reset_context, its PhysicsError ignored).
+  void find_non_contacting_height(Physics& p, int i, const double* orientation, double x, double y) const {
+    mjData& d = p.data(i);
+    double z = 0.0;
+    int num_contacts = 1, num_attempts = 0;
+    while (num_contacts > 0) {
+      p.reset(i);
+      d.qpos[root_] = x;
+      d.qpos[root_ + 1] = y;
+      d.qpos[root_ + 2] = z;
+      std::copy(orientation, orientation + 4, d.qpos + root_ + 3);
+      try {
+        p.after_reset(i);
+      } catch (const core::EnvError& e) {
+        if (std::string_view(e.what()).rfind("PhysicsError", 0) != 0) throw;
+      }
+      num_contacts = d.ncon;
+      z += 0.01;
+      if (++num_attempts > 10000)
+        throw core::EnvError("Failed to find a non-contacting configuration of the quadruped.");
+    }
+  }
+
+  double torso_upright(const mjData& d) const { return d.xmat[9 * torso_ + 8]; }
+  double torso_velocity_x(const mjData& d) const { return d.sensordata[velocimeter_]; }
+  int torso() const { return torso_; }
+
+ private:
+  int torso_, root_, velocimeter_, na_;
+  std::vector<int> hinge_qpos_, hinge_qvel_, imu_, force_torque_;
+};
+
+// _upright_reward(physics, deviation_angle=0): cos(0) is 1.
+inline const Tolerance kUpright{1, kInf, 2, Sigmoid::kLinear, 0};
+
+// kSpeedTenths: the desired speed in tenths of m/s: 5 (walk, on a 10 m floor) or 50 (run, 100 m).
+template <int kSpeedTenths>
+class Move {
+ public:
+  static constexpr const char* kModel = kSpeedTenths == 5 ? "quadruped_walk.xml" : "quadruped_run.xml";
+  static constexpr double kTimeLimit = 20;
+  static constexpr double kControlTimestep = .02;
+  static constexpr double kSpeed = kSpeedTenths == 5 ? 0.5 : 5;
+
+  explicit Move(const mjModel& m) : common_(m) {}
+
+  std::vector<core::ObsField> observation() const { return common_.observation(); }
+
+  void initialize_episode(Physics& p, int i, RandomState& random) const {
+    double orientation[4];
+    for (double& q : orientation) q = random.standard_normal();
+    const double norm = mujoco::norm(orientation, 4);
+    for (double& q : orientation) q /= norm;
+    common_.find_non_contacting_height(p, i, orientation, 0.0, 0.0);
+  }
+
+  double reward(const mjModel&, const mjData& d) const {
+    const double move_reward = move_(common_.torso_velocity_x(d), Arg::kScalar);
+    return kUpright(common_.torso_upright(d), Arg::kArray) * move_reward;
+  }
+
+  void write_obs(const mjModel&, const mjData& d, double* out) const { common_.write_obs(d, out); }
+
+ private:
+  Common common_;
+  Tolerance move_{kSpeed, kInf, kSpeed, Sigmoid::kLinear, 0.5};
+};
+
+class Fetch {
+ public:
+  static constexpr const char* kModel = "quadruped_fetch.xml";
+  static constexpr double kTimeLimit = 20;
+  static constexpr double kControlTimestep = .02;
+
+  explicit Fetch(const mjModel& m)
+      : common_(m),
+        ball_(object_id(m, mjOBJ_BODY, "ball")),
+        ball_qpos_(m.jnt_qposadr[object_id(m, mjOBJ_JOINT, "ball_root")]),
+        ball_qvel_(m.jnt_dofadr[object_id(m, mjOBJ_JOINT, "ball_root")]),
+        root_qvel_(m.jnt_dofadr[object_id(m, mjOBJ_JOINT, "root")]),
+        target_(object_id(m, mjOBJ_SITE, "target")),
+        workspace_(object_id(m, mjOBJ_SITE, "workspace")),
+        floor_size_(m.geom_size[3 * object_id(m, mjOBJ_GEOM, "floor")]),
+        reach_(0, m.site_size[3 * workspace_] + m.geom_size[3 * object_id(m, mjOBJ_GEOM, "ball")], arena_radius(),
+               Sigmoid::kLinear, 0),
+        fetch_(0, m.site_size[3 * target_], arena_radius(), Sigmoid::kLinear, 0) {
+    if (m.jnt_type[object_id(m, mjOBJ_JOINT, "ball_root")] != mjJNT_FREE)
+      throw std::invalid_argument("xml_file: the ball's joint must be free");
+  }
+
+  std::vector<core::ObsField> observation() const {
+    std::vector<core::ObsField> fields = common_.observation();
+    fields.push_back({"ball_state", {9}});
+    fields.push_back({"target_position", {3}});
+    return fields;
+  }
+
+  void initialize_episode(Physics& p, int i, RandomState& random) const {
+    const double azimuth = random.uniform(0, 2 * std::numbers::pi);
+    const double orientation[4] = {std::cos(azimuth / 2), 0, 0, std::sin(azimuth / 2)};
+    const double spawn_radius = 0.9 * floor_size_;
+    const double x = random.uniform(-spawn_radius, spawn_radius);
+    const double y = random.uniform(-spawn_radius, spawn_radius);
+    common_.find_non_contacting_height(p, i, orientation, x, y);
+    mjData& d = p.data(i);
+    d.qpos[ball_qpos_] = random.uniform(-spawn_radius, spawn_radius);
+    d.qpos[ball_qpos_ + 1] = random.uniform(-spawn_radius, spawn_radius);
+    d.qpos[ball_qpos_ + 2] = 2;
+    d.qvel[ball_qvel_] = 5 * random.standard_normal();
+    d.qvel[ball_qvel_ + 1] = 5 * random.standard_normal();
+  }
+
+  double reward(const mjModel&, const mjData& d) const {
+    const double reach = reach_(horizontal_distance(d.site_xpos + 3 * workspace_, d.xpos + 3 * ball_), Arg::kScalar);
+    const double fetch = fetch_(horizontal_distance(d.site_xpos + 3 * target_, d.xpos + 3 * ball_), Arg::kScalar);
+    const double reach_then_fetch = reach * (0.5 + 0.5 * fetch);
+    return kUpright(common_.torso_upright(d), Arg::kArray) * reach_then_fetch;
+  }
+
+  // ball_state: the ball's position and velocity from the torso's and its angular velocity, rows of a 3x3 matrix
+  // times the torso's frame; target_position: the target from the torso, in its frame.
+  void write_obs(const mjModel&, const mjData& d, double* out) const {
+    out = common_.write_obs(d, out);
+    const int torso = common_.torso();
+    const double* torso_pos = d.xpos + 3 * torso;
+    const double* frame = d.xmat + 9 * torso;
+    double row[3];
+    for (int k = 0; k < 3; ++k) row[k] = d.xpos[3 * ball_ + k] - torso_pos[k];
+    vec_dot_mat3(row, frame, out);
+    for (int k = 0; k < 3; ++k) row[k] = d.qvel[ball_qvel_ + k] - d.qvel[root_qvel_ + k];
+    vec_dot_mat3(row, frame, out + 3);
+    vec_dot_mat3(d.qvel + ball_qvel_ + 3, frame, out + 6);
+    for (int k = 0; k < 3; ++k) row[k] = d.site_xpos[3 * target_ + k] - torso_pos[k];
+    vec_dot_mat3(row, frame, out + 9);
+  }
+
+ private:
+  double arena_radius() const { return floor_size_ * std::sqrt(2.0); }
+
+  // np.linalg.norm((a - b)[:2])
+  static double horizontal_distance(const double* a, const double* b) {
+    const double v[2] = {a[0] - b[0], a[1] - b[1]};
+    return mujoco::norm(v, 2);
+  }
+
+  Common common_;
+  int ball_, ball_qpos_, ball_qvel_, root_qvel_, target_, workspace_;
+  double floor_size_;
+  Tolerance reach_, fetch_;
+};
+
+}  // namespace fastvec::envs::dm_control::quadruped
