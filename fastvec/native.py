@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 import fastvec._core as _core
-from fastvec import _render, dm_control_models
+from fastvec import _render, dm_control_models, native_attrs
 from fastvec._args import (
     MODES,
     SET_KINDS,
@@ -145,7 +145,9 @@ class NativePool(_core.Pool):
     """The native backend: ``fastvec._core.Pool`` and what its envs are as Python sees them. A native env has no
     Python object: :meth:`env_call` answers the attributes it really has (``spec``, ``render_mode``,
     ``metadata``, the single-env ``observation_space``/``action_space``, and each option it was made with, by
-    name) and raises an AttributeError naming the env for the rest; nothing can be set."""
+    name; a multi-agent family what its Python env answers, :func:`fastvec.multiagent.native_rows.over_native`;
+    the constants of the gymnasium class it ports and Atari's ``get_action_meanings``/``ale``,
+    :mod:`fastvec.native_attrs`) and raises an AttributeError naming the env for the rest; nothing can be set."""
 
     def __init__(
         self,
@@ -216,8 +218,15 @@ class NativePool(_core.Pool):
             "action_space": self.single_action_space,
         }
         self._ever_reset = np.zeros(self.num_envs, dtype=bool)  # which envs a reset reached (see refused)
+        #: Atari: each env's lives as its last received row gave them (the Python façade over the pool writes it,
+        #: from the thread that receives, as it takes each batch), for the ``ale`` stand-in's ``lives()``.
+        self.lives = np.zeros(self.num_envs, dtype=np.int64) if entry.rom else None
+        self._rom_file = options.texts.get("rom")
+        self._answers: dict[str, Any] | None = None  # what env_call answers beyond self.attributes (made on demand)
         self._env_id = entry.id
         self._own_frames = entry.rom is not None  # Atari: the emulator's screen; else drawn by gymnasium
+        #: Attributes a Python env of the family has but a native env cannot answer, by name: why (env_call's error).
+        self.unanswerable: dict[str, str] = {}
 
     def frames(self, env_id: Any = None) -> np.ndarray:
         """The current frame of each env of ``env_id`` (None: all), ``(n, H, W, 3)`` uint8, none in flight."""
@@ -266,13 +275,46 @@ class NativePool(_core.Pool):
             )
         if kind == "is_wrapped":  # no gymnasium wrapper wraps a native env
             return [False] * len(env_id)
-        if name not in self.attributes:
-            known = ", ".join(sorted(self.attributes))
-            raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
-        value = self.attributes[name]
-        if kind == "method":  # SB3's env_method calls what it gets
-            raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(value).__name__}")
-        return [copy.deepcopy(value) for _ in range(len(env_id))]
+        if name in self.unanswerable:
+            raise AttributeError(f"{self.label} cannot answer {name!r}: {self.unanswerable[name]}")
+        if name in self.attributes:
+            value = self.attributes[name]
+            if callable(value) and kind != "get":  # a method of the env (a multi-agent env's observation_space(agent))
+                return [copy.deepcopy(value(*args, **kwargs)) for _ in range(len(env_id))]
+            values = [copy.deepcopy(value) for _ in range(len(env_id))]
+        else:
+            answers = self._more_answers()
+            if name not in answers:
+                known = ", ".join(sorted({*self.attributes, *answers}))
+                raise AttributeError(f"{self.label} has no attribute {name!r} (it has: {known})")
+            values = [answers[name](int(i)) for i in env_id]
+        if kind == "get" or not values:
+            return values
+        if not callable(values[0]):
+            if kind == "method":  # SB3's env_method calls what it gets
+                raise TypeError(f"{self.label}'s {name!r} is not callable: it is a {type(values[0]).__name__}")
+            return values  # gymnasium's call: an attribute that is not callable comes back as it is
+        return [v(*args, **kwargs) for v in values]
+
+    def _more_answers(self) -> dict[str, Any]:
+        """What the env answers beyond its options, spec, spaces, render mode and metadata, each name as a function
+        of the env's id: the constants of gymnasium's class it ports; Atari's ``get_action_meanings`` and ``ale``
+        (:mod:`fastvec.native_attrs`). Made the first time it is needed."""
+        if self._answers is None:
+            answers: dict[str, Any] = {}
+            if self.entry.rom is not None and self._rom_file is not None:
+                lives = self.lives
+                assert lives is not None
+                full = bool(self.attributes.get("full_action_space", False))
+                facts = native_attrs.atari_facts(self.entry.rom, self._rom_file, full)
+                answers.update(native_attrs.atari_answers(facts, lambda i: int(lives[i])))
+            else:
+                keywords = {k: v for k, v in self.attributes.items() if k in self.entry.options}
+                for key, value in native_attrs.class_constants(self.entry.id, keywords).items():
+                    if key not in self.attributes:
+                        answers[key] = lambda i, value=value: copy.deepcopy(value)
+            self._answers = answers
+        return self._answers
 
     def send_reset(self, env_id: Any, seeds: list[int | None], options: dict[str, Any] | None = None) -> None:
         """``_core.Pool.send_reset``; a native env has no ``reset(options=...)``: options are refused."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import multiprocessing
+import secrets
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -296,6 +297,10 @@ class VectorEnv(gym.vector.VectorEnv):
         self._all_ids = range(self.num_envs)
         # make()'s seed, for each env's first reset that brings no seed of its own (None: none pending).
         self._pending_seeds: list[int | None] | None = None
+        if seed is None and entry is not None:
+            # A native env with no seed draws one from entropy, as a gymnasium env does (a random seed s: env i
+            # gets s + i, as with make(seed=s)), so that np_random_seed can name it.
+            seed = secrets.randbits(63)
         if seed is not None:
             self._pending_seeds = self._int_seeds(seed, range(self.num_envs))
         self._all_env_ids = np.arange(self.num_envs, dtype=np.int32)
@@ -306,8 +311,10 @@ class VectorEnv(gym.vector.VectorEnv):
         self._timed_out = False  # the pending call's wait timed out (reset() may then start over)
         self._reset_batches: list[_core.Result] = []
         self._reset_done: tuple[Any, dict[str, Any]] | None = None
-        # The seed each env was last reset with (-1: none yet), for np_random_seed.
+        # The seed each env was last reset with (-1: not reset yet), for np_random_seed.
         self._env_seeds = [-1] * self.num_envs
+        # Atari: the native pool's record of each env's lives, kept here from each batch taken (for its ale stand-in).
+        self._lives = backend.lives if isinstance(backend, NativePool) else None
 
     @classmethod
     def over_native(cls: type[_V], pool: NativePool, *, seed: int | None, episode_stats: bool | str) -> _V:
@@ -358,11 +365,15 @@ class VectorEnv(gym.vector.VectorEnv):
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as AsyncVectorEnv's
         """Each env's ``np_random_seed``, as gymnasium's AsyncVectorEnv gives it: a Python env's own; for a native
-        env, the seed of its last seeded reset (-1 before any: its stream then comes from the pool's)."""
+        env, the seed of its last seeded reset, or, before its first reset, the seed that reset will take (make()'s,
+        or one drawn from entropy, as a gymnasium env draws its seed when it is asked for it unseeded)."""
         if self.entry is None:
             return self.get_attr("np_random_seed")
         self.check_open()
-        return tuple(self._env_seeds)
+        pending = self._pending_seeds
+        if pending is None:
+            return tuple(self._env_seeds)
+        return tuple(p if s == -1 and p is not None else s for s, p in zip(self._env_seeds, pending, strict=True))
 
     @property
     def label(self) -> str:
@@ -421,6 +432,9 @@ class VectorEnv(gym.vector.VectorEnv):
             return batches[0].obs, self._info(batches[0])
         env_id = np.concatenate([b.env_id for b in batches])
         order = np.argsort(env_id, kind="stable")
+        if self._lives is not None:
+            for b in batches:
+                self._lives[b.env_id] = b.info["lives"]
         obs = rows(
             self.single_observation_space, concatenate(self.single_observation_space, [b.obs for b in batches]), order
         )
@@ -630,6 +644,39 @@ class VectorEnv(gym.vector.VectorEnv):
             raise
         return self._result(r)
 
+    # -- jitted JAX code ---------------------------------------------------
+
+    def xla(self) -> Any:
+        """``(handle, recv, send, step)``: this pool's calls as XLA custom calls, for jitted JAX code
+        (``jax.jit``, ``jax.lax.scan``), as EnvPool's ``xla()`` gives them; JAX's CPU backend, native envs, and
+        ``autoreset_mode="next_step"`` only (jax is the ``xla`` extra).
+
+        >>> handle, recv, send, step = env.xla()
+        >>> handle, (obs, reward, terminated, truncated, info) = jax.jit(step)(handle, actions)
+
+        Each call takes the handle the previous one returned (``lax.scan`` carries it) and returns the next;
+        a handle already used, of another pool or of a closed pool is an error. ``info`` holds ``env_id`` and
+        the env's values (with their ``_name`` masks where the env has them), every key in every batch (a
+        jitted function's outputs have fixed shapes); no episode statistics. Reset from Python first
+        (``reset()``, or ``async_reset()`` for an async pool, whose ``recv`` takes the first batch).
+        """
+        from fastvec import _xla
+
+        return _xla.make(self._xla_pool(), self.label, lambda *result: result)
+
+    def _xla_pool(self) -> NativePool:
+        """The native pool under this façade, for :meth:`xla` (refused for what xla() cannot step)."""
+        self.check_open()
+        if not isinstance(self._pool, NativePool):
+            raise TypeError(
+                f"xla() steps fastvec's native envs only; {self.label} runs Python envs in worker processes"
+            )
+        if self._mode is not AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                f"xla() needs autoreset_mode='next_step' (EnvPool's and ale-py's), got {self._mode.value!r}"
+            )
+        return self._pool
+
     # -- per-env access ----------------------------------------------------
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -825,12 +872,16 @@ class VectorEnv(gym.vector.VectorEnv):
         info: dict[str, Any] = {"env_id": r.env_id} if self._with_env_id else {}
         if r.info:
             info.update(r.info)
+        if self._lives is not None:
+            self._lives[r.env_id] = r.info["lives"]
         return info
 
     def _result(self, r: _core.Result) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         info: dict[str, Any] = {"env_id": r.env_id} if self._with_env_id else {}  # self._info(r), inlined: hot
         if r.info:
             info.update(r.info)
+        if self._lives is not None:
+            self._lives[r.env_id] = r.info["lives"]
         if r.ended is not None:
             # Each mask is an array of its own, as gymnasium's are: a caller may change one in place.
             done = r.ended

@@ -15,7 +15,8 @@ from typing import Any
 def sb3_vec(env_id: Any, num_envs: int | None = None, **kwargs: Any) -> Any:
     """A Stable-Baselines3 ``VecEnv``: ``fastvec.sb3_vec("CartPole-v1", 8, seed=0)``.
 
-    Takes :func:`fastvec.make`'s arguments (and ``monitor=True``); see :mod:`fastvec.adapters.sb3`. A multi-agent
+    Takes :func:`fastvec.make`'s arguments (and ``monitor``: by default True for an id, as ``make_vec_env``, and
+    False for a list of callables, as ``SubprocVecEnv``); see :mod:`fastvec.adapters.sb3`. A multi-agent
     env gives a slot per (env, agent), as SuperSuit's vec envs: see :mod:`fastvec.adapters.sb3_ma`.
     """
     from fastvec.adapters.sb3 import sb3_vec as impl

@@ -65,7 +65,7 @@ class SB3VecEnv(SB3Base):
     ``autoreset_mode="same_step"``; made by :func:`fastvec.sb3_vec`.
 
     Finished envs carry ``terminal_observation`` and ``TimeLimit.truncated`` in
-    their info dict and, with ``monitor=True``, Monitor's ``episode`` dict
+    their info dict and, with ``monitor=True`` (:func:`sb3_vec`'s default for an id), Monitor's ``episode`` dict
     (``r``, ``l``, ``t``), so the env behaves like ``make_vec_env``'s
     Monitor-wrapped envs and ``env_is_wrapped(Monitor)`` says so.
 
@@ -221,8 +221,12 @@ class SB3VecEnv(SB3Base):
             ) from exc
 
 
-def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, **kwargs: Any) -> VecEnv:
+def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool | None = None, **kwargs: Any) -> VecEnv:
     """An SB3 ``VecEnv`` of ``num_envs`` copies of ``env_id``; takes :func:`fastvec.make`'s arguments.
+
+    ``monitor`` (Monitor's ``episode`` info for every env) defaults to what the call replaces: True for an id or
+    one callable (``make_vec_env(env_id, n)``, which wraps each env in Monitor), False for a list of callables
+    (``SubprocVecEnv(env_fns)``, which adds nothing: an env is Monitor-wrapped only if its callable wraps it).
 
     A multi-agent env (a PettingZoo or RLlib multi-agent env, or a multi-agent id) gives one slot per (env, agent):
     :class:`fastvec.adapters.sb3_ma.SB3MultiAgentVecEnv`, SuperSuit's recipe for parameter sharing.
@@ -236,6 +240,8 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
         raise ValueError(
             f"SB3 VecEnvs reset finished envs in the same step: autoreset_mode must be 'same_step', got {mode!r}"
         )
+    if monitor is None:
+        monitor = not _is_env_fns(env_id)
     args = (env_id,) if num_envs is None else (env_id, num_envs)
     kwargs["episode_stats"] = True  # Monitor's "episode" dicts are made from them
     env = make(*args, autoreset_mode="same_step", **kwargs)
@@ -248,6 +254,11 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool = True, *
             env.close()
             raise
     return SB3VecEnv(env, monitor=monitor)
+
+
+def _is_env_fns(env_id: Any) -> bool:
+    """Whether ``env_id`` is a list (any sequence but a str) of env makers: ``SubprocVecEnv(env_fns)``'s idiom."""
+    return isinstance(env_id, Sequence) and not isinstance(env_id, (str, bytes))
 
 
 def _place(out: Any, part: Any, ids: list[int], n: int) -> Any:

@@ -1,6 +1,7 @@
 """``fastvec bench``: fastvec against the vector envs users switch from, side by side.
 
-Counts environment steps per second (one step of one env = one step) for each
+Counts environment steps per second (one step of one env = one step; on a
+multi-agent env, agent-steps: one step of one agent = one step) for each
 contender, env and ``num_envs``, by the rules every fastvec benchmark keeps: contenders
 are interleaved (A B A B ...) over several repetitions, the median and min-max
 are reported, actions are drawn before timing, construction and the first
@@ -14,6 +15,8 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --envs HalfCheetah-v5 Hopper-v5                # MuJoCo: num_envs 1 8 32
     fastvec bench --out results/ --json              # also results/bench.json and results/bench.png
     fastvec bench --contention                       # the same with one core taken by a busy loop
+    fastvec bench --multiagent                       # multi-agent envs: simple_spread_v3, rps_v2 at 8 64 256
+    fastvec bench --multiagent --quick               # simple_spread_v3 at 8 64, 1 x 0.3 s
 """
 
 from __future__ import annotations
@@ -31,13 +34,19 @@ from fastvec.bench import machine, measure, report
 from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.work import ATARI, is_atari, is_mujoco
+from fastvec.bench.work import ATARI, is_atari, is_mujoco, is_multiagent
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
 ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, each loading its ROM
 MUJOCO_NUM_ENVS = (1, 8, 32)  # MuJoCo's: thousands of steps/s per env, where CartPole does millions
 QUICK_NUM_ENVS = (8, 256)
+# --multiagent: an MPE env (native and in the Python-env pool) and a Python-only PettingZoo env. Not in the default
+# run (~35 minutes): with RLlib's runners (seconds a sample() call) and a process per env at 256 envs, it would add
+# a third or more.
+MULTIAGENT_ENVS = ("simple_spread_v3", "rps_v2")
+MULTIAGENT_NUM_ENVS = (8, 64, 256)
+QUICK_MULTIAGENT_NUM_ENVS = (8, 64)
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
 DEFAULT_CONTENDERS = (
     "fastvec",
@@ -57,7 +66,18 @@ DEFAULT_CONTENDERS = (
     "ale-py",
     "ale-py-async",
     "ceiling",
+    # The multi-agent envs' rows (only those envs run them).
+    "ma-fastvec",
+    "ma-fastvec-python",
+    "ma-supersuit",
+    "ma-agilerl",
+    "ma-rllib-vector",
+    "ma-rllib-default",
+    "ma-rllib-fastvec",
+    "ma-rllib-fastvec-python",
 )
+# The multi-agent rows that time RLlib's sample(), compared with RLlib's own runner.
+MULTIAGENT_SAMPLERS = ["ma-rllib-default", "ma-rllib-fastvec", "ma-rllib-fastvec-python"]
 MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
 MEMORY_SECONDS = 0.3  # how long the memory probe steps before it reads
 
@@ -87,11 +107,28 @@ def make_parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help=f"under a minute: CartPole only, num_envs {' '.join(map(str, QUICK_NUM_ENVS))}, "
-        "1 x 0.3 s, no memory probe",
+        "1 x 0.3 s, no memory probe (with --multiagent: a few minutes, RLlib's runners sample 4000 steps a call)",
     )
-    p.add_argument("--envs", nargs="+", metavar="ENV_ID", help=f"env ids (default: {' '.join(DEFAULT_ENVS)})")
+    envs = p.add_mutually_exclusive_group()
+    envs.add_argument(
+        "--envs",
+        nargs="+",
+        metavar="ENV_ID",
+        help=f"env ids (default: {' '.join(DEFAULT_ENVS)}); a multi-agent id (an MPE id such as simple_spread_v3, "
+        "or rps_v2) is stepped by the multi-agent contenders (ma-*), in agent-steps/s",
+    )
+    envs.add_argument(
+        "--multiagent",
+        action="store_true",
+        help=f"the multi-agent envs {' '.join(MULTIAGENT_ENVS)} (with --quick: {MULTIAGENT_ENVS[0]}) instead of "
+        "the default envs, at num_envs " + " ".join(map(str, MULTIAGENT_NUM_ENVS)),
+    )
     p.add_argument(
-        "--num-envs", type=int, nargs="+", help="num_envs values (default: 1 8 256 4096; Atari and MuJoCo: 1 8 32)"
+        "--num-envs",
+        type=int,
+        nargs="+",
+        help="num_envs values (default: 1 8 256 4096; Atari and MuJoCo: 1 8 32; multi-agent: 8 64 256, "
+        "with --quick 8 64)",
     )
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
@@ -145,6 +182,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = make_parser()
     args = p.parse_args(argv)
     quick = args.quick
+    if args.multiagent:
+        args.envs = [MULTIAGENT_ENVS[0]] if quick else list(MULTIAGENT_ENVS)
     args.envs = args.envs or (["CartPole-v1"] if quick else list(DEFAULT_ENVS))
     args.sizes_given = args.num_envs is not None
     args.num_envs = args.num_envs or list(QUICK_NUM_ENVS if quick else DEFAULT_NUM_ENVS)
@@ -159,6 +198,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown:
         p.error(f"unknown contender(s) {', '.join(unknown)}; contenders are: {', '.join(c.key for c in CONTENDERS)}")
     args.chosen = select(CONTENDERS, args.contenders)
+    for env_id in args.envs:
+        if not any(c.runs(env_id) for c in args.chosen):
+            kind = "multi-agent" if is_multiagent(env_id) else "single-agent"
+            p.error(
+                f"no chosen contender steps the {kind} env {env_id}; its contenders are: "
+                + ", ".join(c.key for c in CONTENDERS if c.runs(env_id))
+            )
+    # Only those that step one of the envs (the default contenders include both groups': no import of the others).
+    args.chosen = [c for c in args.chosen if any(c.runs(e) for e in args.envs)]
     return args
 
 
@@ -169,28 +217,36 @@ def contention_text(count: int) -> str:
 
 def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
     """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's and MuJoCo's are
-    shorter)."""
+    shorter, the multi-agent envs' their own)."""
     if args.sizes_given:
         return sorted(set(args.num_envs))
+    if is_multiagent(env_id):
+        return list(QUICK_MULTIAGENT_NUM_ENVS if args.quick else MULTIAGENT_NUM_ENVS)
     if is_atari(env_id):
         return list(ATARI_NUM_ENVS)
     return list(MUJOCO_NUM_ENVS) if is_mujoco(env_id) else sorted(set(args.num_envs))
+
+
+def chosen_for(args: argparse.Namespace, env_id: str) -> list[Contender]:
+    """The chosen contenders that step ``env_id`` (the multi-agent ones on a multi-agent env, the others else)."""
+    return [c for c in args.chosen if c.runs(env_id)]
 
 
 def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Every chosen contender on every env and num_envs (and its memory): {env_id: {"grid", "memory"}}."""
     from tqdm import tqdm
 
-    total = sum(len(sizes_of(args, e)) for e in args.envs) * len(args.chosen) * args.reps
+    total = sum(len(sizes_of(args, e)) * len(chosen_for(args, e)) for e in args.envs) * args.reps
     results: dict[str, dict[str, Any]] = {}
     with tqdm(total=total, desc="fastvec bench", unit="run", file=sys.stderr) as progress:
         for env_id in args.envs:
             sizes = sizes_of(args, env_id)
+            chosen = chosen_for(args, env_id)
             grid: dict[int, dict[str, Cell]] = {}
             for n in sizes:
                 progress.set_postfix_str(f"{env_id} num_envs={n}")
                 grid[n] = measure.run_grid(
-                    args.chosen,
+                    chosen,
                     env_id,
                     n,
                     seconds=args.seconds,
@@ -201,7 +257,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 )
             memory: dict[str, tuple[float | None, str]] = {}
             if args.memory:
-                for c in args.chosen:
+                for c in chosen:
                     if c.ceiling or not any(grid[n][c.key].steps_per_s for n in sizes):
                         continue  # no vector env, or it could not run this env at all
                     progress.set_postfix_str(f"{env_id} memory of {c.key}")
@@ -215,6 +271,8 @@ def env_report(
 ) -> tuple[list[str], dict[str, Any]]:
     """One env's section of results.md (with its plot written to args.out) and of results.json."""
     sizes = sorted(grid)
+    chosen = chosen_for(args, env_id)
+    multiagent = is_multiagent(env_id)
     frames = ATARI["frame_skip"] if is_atari(env_id) else 1
     lines = [f"## {env_id}", ""]
     if not any(cell.steps_per_s for cells in grid.values() for cell in cells.values()):
@@ -238,7 +296,17 @@ def env_report(
             "physics but counts; SB3 and the same-step rows reset within the step that ended it.",
             "",
         ]
-    if any(c.ceiling for c in args.chosen):
+    if multiagent:
+        lines += [
+            "Multi-agent: agent-steps/s (one step of one agent = one step); every contender steps the PettingZoo "
+            "parallel env its module makes (fastvec native: its C++ port), with the same random actions drawn before "
+            "timing; all its agents live until the episode ends. fastvec and RLlib reset an env on the step after "
+            "its episode ended (next-step autoreset), SuperSuit within it. RLlib's sample() rows run PPO's default "
+            "torch module (one policy shared by the agents) in the loop, on one torch thread and one pool thread; "
+            "where observations are not Boxes (rps_v2), both runners one-hot them with RLlib's FlattenObservations.",
+            "",
+        ]
+    if any(c.ceiling for c in chosen):
         lines += [
             "Ceiling: one fastvec env stepped alone in a C++ loop on one thread (random actions, its own "
             "terminations and resets: next-step resets, as the pool's default mode; ceiling-same-step: within "
@@ -247,17 +315,32 @@ def env_report(
             "",
         ]
     cores = machine.describe()["usable_cores"]
-    lines.append(report.markdown_table(args.chosen, sizes, grid, memory, MEMORY_NUM_ENVS, cores))
-    lines += ["", report.ratio_table(args.chosen, sizes, grid), ""]
+    lines.append(report.markdown_table(chosen, sizes, grid, memory, MEMORY_NUM_ENVS, cores))
+    if multiagent:
+        samplers = [c for c in chosen if c.key in MULTIAGENT_SAMPLERS]
+        lines += ["", report.ratio_table(chosen, sizes, grid, "ma-supersuit", "SuperSuit"), ""]
+        if samplers:
+            lines += [report.ratio_table(samplers, sizes, grid, "ma-rllib-default", "RLlib MultiAgentEnvRunner"), ""]
+        ratios = {
+            "ratio_to_supersuit": report.ratios_to(grid, "ma-supersuit"),
+            "ratio_to_rllib_multiagent_env_runner": report.ratios_to(grid, "ma-rllib-default", MULTIAGENT_SAMPLERS),
+        }
+    else:
+        lines += ["", report.ratio_table(chosen, sizes, grid), ""]
+        ratios = {"ratio_to_sb3_subproc": report.ratios_to(grid, "sb3-subproc")}
     png = os.path.join(args.out, f"{env_id}.png")
-    if report.plot(png, env_id, args.chosen, sizes, grid):
+    if report.plot(png, env_id, chosen, sizes, grid, "agent-steps" if multiagent else "env steps"):
         lines += [f"plot: {png}", ""]
     else:
         lines += ["plot: matplotlib is not installed (pip install 'fastvec[bench]')", ""]
     return lines, {
-        "results": {str(n): {k: report.cell_doc(c, frames) for k, c in cells.items()} for n, cells in grid.items()},
+        "unit": "agent_steps_per_s" if multiagent else "env_steps_per_s",
+        "results": {
+            str(n): {k: report.cell_doc(c, None if multiagent else frames) for k, c in cells.items()}
+            for n, cells in grid.items()
+        },
         "peak_memory_mib": {k: {"num_envs": MEMORY_NUM_ENVS, "mib": m, "status": st} for k, (m, st) in memory.items()},
-        "ratio_to_sb3_subproc": report.ratios_to_sb3(grid),
+        **ratios,
     }
 
 
@@ -286,8 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     load = monitor.finish()
 
     os.makedirs(args.out, exist_ok=True)
+    unit = "env steps/s"
+    if any(map(is_multiagent, args.envs)):
+        unit = "agent-steps/s" if all(map(is_multiagent, args.envs)) else "env steps/s; multi-agent envs: agent-steps/s"
     lines = [
-        f"# fastvec bench: env steps/s, median [min-max] of {args.reps} x {args.seconds:g} s",
+        f"# fastvec bench: {unit}, median [min-max] of {args.reps} x {args.seconds:g} s",
         "",
         *(
             [f"Shared cores: {contention_text(args.contention)} ran beside every contender (--contention).", ""]

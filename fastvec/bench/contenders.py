@@ -1,5 +1,6 @@
 """The contenders: each row of a benchmark (a key, its label, the package it needs, how its runner is made, and
-when it cannot run), the table of them all, and picking them by key."""
+when it cannot run), the table of them all, and picking them by key. The multi-agent ones (keys ``ma-*``) run the
+multi-agent envs, and only those; the others, the single-agent envs."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from fastvec.bench.ceiling import make_ceiling
 from fastvec.bench.fastvec_runners import make_fastvec, make_fastvec_envpool, make_fastvec_python
 from fastvec.bench.library_runners import make_ale_vector, make_envpool, make_gymnasium, make_sb3
 from fastvec.bench.machine import installed
+from fastvec.bench.multiagent_runners import make_agilerl, make_fastvec_multiagent, make_rllib_vector, make_supersuit
 from fastvec.bench.own_process import OwnProcessRunner, serve_runner
 from fastvec.bench.ray_runners import make_ray_actors, make_rllib
 from fastvec.bench.runners import Runner
-from fastvec.bench.work import is_mujoco
+from fastvec.bench.work import is_mujoco, is_multiagent
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,11 @@ class Contender:
     # num_envs, no memory probe.
     ceiling: int = 0
     mujoco_bindings: bool = False  # makes gymnasium's envs in this process: a MuJoCo env loads the mujoco bindings
+    multiagent: bool = False  # steps the multi-agent envs (in agent-steps), and only those
+
+    def runs(self, env_id: str) -> bool:
+        """Whether this contender is a row of ``env_id``'s table (its group: multi-agent envs or the others)."""
+        return self.multiagent == is_multiagent(env_id)
 
     def build(self, env_id: str, num_envs: int) -> Runner:
         """``make``, in a process of its own where it would load the mujoco Python bindings into this one (see
@@ -204,6 +211,66 @@ CONTENDERS = [
         "ale_py",
         lambda e, n: make_ale_vector(e, n, None, True),
         needs_batch=True,
+    ),
+    Contender(
+        "ma-fastvec",
+        "fastvec native (default threads)",
+        "fastvec",
+        lambda e, n: make_fastvec_multiagent(e, n, native=True),
+        multiagent=True,
+    ),
+    Contender(
+        "ma-fastvec-python",
+        "fastvec Python-env pool (PettingZoo's env)",
+        "fastvec",
+        lambda e, n: make_fastvec_multiagent(e, n, native=False),
+        multiagent=True,
+    ),
+    Contender(
+        "ma-supersuit",
+        "SuperSuit concat_vec_envs_v1, a process per core",
+        "supersuit",
+        make_supersuit,
+        multiagent=True,
+    ),
+    Contender(
+        "ma-agilerl",
+        "AgileRL AsyncPettingZooVecEnv",
+        "agilerl",
+        make_agilerl,
+        uses_processes=True,
+        multiagent=True,
+    ),
+    Contender(
+        "ma-rllib-vector",
+        "RLlib SyncVectorMultiAgentEnv",
+        "ray.rllib",
+        make_rllib_vector,
+        multiagent=True,
+    ),
+    Contender(
+        "ma-rllib-default",
+        "RLlib MultiAgentEnvRunner.sample(), default vectorization",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, "default"),
+        max_envs=256,
+        multiagent=True,
+    ),
+    Contender(
+        "ma-rllib-fastvec",
+        "RLlib FastvecMultiAgentEnvRunner.sample(), native",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, "fastvec"),
+        max_envs=256,
+        multiagent=True,
+    ),
+    Contender(
+        "ma-rllib-fastvec-python",
+        "RLlib FastvecMultiAgentEnvRunner.sample(), Python-env pool",
+        "ray.rllib",
+        lambda e, n: make_rllib(e, n, "fastvec-python"),
+        max_envs=256,
+        multiagent=True,
     ),
     Contender("ceiling", "ceiling: 1 fastvec env in a C++ loop, 1 thread", "fastvec", make_ceiling, ceiling=1),
     Contender(

@@ -16,7 +16,10 @@ from typing import Any
 
 BUSY_OTHER_SHARE = 0.15  # share of the CPUs that other processes used, above which a measurement is "busy"
 IDLE_PROBE_SECONDS = 1.0  # how long to watch the machine before starting
-VERSIONS_OF = ("fastvec", "numpy", "gymnasium", "ale-py", "stable-baselines3", "envpool", "torch", "ray")
+# (pettingzoo and after: the multi-agent envs' rows)
+VERSIONS_OF = (
+    "fastvec numpy gymnasium ale-py stable-baselines3 envpool torch ray pettingzoo mpe2 supersuit agilerl".split()
+)
 
 
 def cpu_model() -> str:

@@ -1,5 +1,6 @@
-"""RLlib and Ray: RLlib's EnvRunner.sample() (on gymnasium's envs, on a fastvec pool, or FastvecEnvRunner),
-FastvecEnvRunner's bare loop, and one Ray actor per env."""
+"""RLlib and Ray: RLlib's EnvRunner.sample() (on gymnasium's envs, on a fastvec pool, or FastvecEnvRunner; on a
+multi-agent env, RLlib's MultiAgentEnvRunner or FastvecMultiAgentEnvRunner), FastvecEnvRunner's bare loop, and one
+Ray actor per env."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from fastvec.bench.runners import Runner, SyncRunner
+from fastvec.bench.runners import NotAvailable, Runner, SyncRunner
 from fastvec.bench.work import (
     ATARI,
     ATARI_MAX_STEPS,
@@ -18,6 +19,9 @@ from fastvec.bench.work import (
     discrete_actions,
     gym_atari_kwargs,
     is_atari,
+    is_multiagent,
+    parallel_env,
+    parallel_env_fn,
 )
 
 # RLlib's own Atari pipeline (wrap_atari_for_new_api_stack) loses a life per episode and presses FIRE at
@@ -52,17 +56,24 @@ class RLlibRunner(Runner):
     the policy's forward pass is in the loop, as in training): ``timesteps`` env steps per call, then
     ``get_metrics()``, as ``synchronous_parallel_sample`` does. ``runner``: "default" (RLlib's runner and
     vectorization: gymnasium's SyncVectorEnv over gymnasium's env; for Atari, RLlib's own Atari
-    wrappers), "stock" (RLlib's SingleAgentEnvRunner on a fastvec pool), "fastvec" (FastvecEnvRunner)."""
+    wrappers), "stock" (RLlib's SingleAgentEnvRunner on a fastvec pool), "fastvec" (FastvecEnvRunner).
+
+    A multi-agent env (one policy shared by its agents, as ``configure`` sets it): "default" is RLlib's
+    MultiAgentEnvRunner over its SyncVectorMultiAgentEnv of the PettingZoo env, "fastvec" FastvecMultiAgentEnvRunner
+    over fastvec's native port, "fastvec-python" over the PettingZoo env in the Python-env pool; ``run`` counts the
+    agent steps of the episodes sampled (one step of one agent = one step)."""
 
     def __init__(
         self, env_id: str, num_envs: int, runner: str = "fastvec", num_threads: int = 1, timesteps: int = 4000
     ) -> None:
         import torch
+        from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
         from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
         torch.set_num_threads(1)
         config = rllib_config(env_id, num_envs, runner, num_threads)
-        cls = config.env_runner_cls or SingleAgentEnvRunner
+        self._multiagent = config.is_multi_agent
+        cls = config.env_runner_cls or (MultiAgentEnvRunner if self._multiagent else SingleAgentEnvRunner)
         self._runner = cls(config=config)
         self.steps_per_call = self.timesteps = max(timesteps, num_envs)
         self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
@@ -73,7 +84,7 @@ class RLlibRunner(Runner):
         for _ in range(calls):
             episodes = self._runner.sample(num_timesteps=self.timesteps, random_actions=False)
             self._runner.get_metrics()
-            steps += sum(len(e) for e in episodes)
+            steps += sum(e.agent_steps() if self._multiagent else len(e) for e in episodes)
         return steps
 
     def close(self) -> None:
@@ -85,6 +96,8 @@ def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) 
     from ray.rllib.algorithms.ppo import PPOConfig
 
     config = PPOConfig().framework("torch").debugging(seed=0)
+    if is_multiagent(env_id):
+        return _multiagent_config(config, env_id, num_envs, runner, num_threads).env_runners(num_env_runners=0)
     atari = is_atari(env_id)
     if runner == "default":
         config.environment(_rllib_atari_default(env_id) if atari else env_id)
@@ -97,6 +110,43 @@ def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) 
         options = RLLIB_ATARI if atari else {}
         configure(config, env_id, num_envs=num_envs, num_threads=num_threads, env_runner_cls=cls, **options)
     return config.env_runners(num_env_runners=0)
+
+
+def _multiagent_config(config: Any, env_id: str, num_envs: int, runner: str, num_threads: int) -> Any:
+    """``config`` set up for the multi-agent ``env_id`` by fastvec's ``configure`` (see RLlibRunner for ``runner``)."""
+    import fastvec
+    from fastvec.adapters.rllib import configure
+
+    if not _box_observations(env_id):
+        # PPO's default module takes Box observations; RLlib's own rock-paper-scissors examples one-hot rps_v2's.
+        config.env_runners(env_to_module_connector=_flatten_observations)
+    if runner == "default":
+        return configure(config, parallel_env_fn(env_id), num_envs=num_envs, env_runner_cls=None)
+    if runner == "fastvec-python":
+        return configure(config, parallel_env_fn(env_id), num_envs=num_envs, num_threads=num_threads)
+    if runner != "fastvec":
+        raise ValueError(f"runner {runner!r} has no multi-agent form")
+    if env_id not in fastvec.list_envs():
+        raise NotAvailable("no native port")
+    return configure(config, env_id, num_envs=num_envs, num_threads=num_threads)
+
+
+def _box_observations(env_id: str) -> bool:
+    import gymnasium as gym
+
+    env = parallel_env(env_id)
+    try:
+        return all(isinstance(env.observation_space(a), gym.spaces.Box) for a in env.possible_agents)
+    finally:
+        env.close()
+
+
+def _flatten_observations(env: Any, spaces: Any = None, device: Any = None) -> Any:
+    """The env-to-module connector of both runners on an env whose observations are not Boxes (a module-level
+    function: a remote runner gets it pickled)."""
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    return FlattenObservations(multi_agent=True)
 
 
 class RLlibLoopRunner(Runner):

@@ -74,15 +74,17 @@ def projection_threads(num_envs: int, cores: int) -> int:
     return max(1, min(num_envs, cores))
 
 
-def ratios_to_sb3(grid: dict[int, dict[str, Cell]]) -> dict[str, dict[str, float]]:
-    """Median steps/s of each contender over SB3 SubprocVecEnv's, per num_envs where both ran."""
+def ratios_to(
+    grid: dict[int, dict[str, Cell]], base_key: str, keys: list[str] | None = None
+) -> dict[str, dict[str, float]]:
+    """Median steps/s of each contender (of ``keys``, default all) over ``base_key``'s, per num_envs where both ran."""
     out: dict[str, dict[str, float]] = {}
     for n, cells in grid.items():
-        base = cells.get("sb3-subproc")
+        base = cells.get(base_key)
         if base is None or not base.median:
             continue
         for key, cell in cells.items():
-            if cell.median:
+            if cell.median and (keys is None or key in keys):
                 out.setdefault(key, {})[str(n)] = cell.median / base.median
     return out
 
@@ -91,11 +93,18 @@ def _times(x: float) -> str:
     return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
-def ratio_table(contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]) -> str:
-    r = ratios_to_sb3(grid)
+def ratio_table(
+    contenders: list[Contender],
+    sizes: list[int],
+    grid: dict[int, dict[str, Cell]],
+    base_key: str = "sb3-subproc",
+    base_label: str = "SB3 SubprocVecEnv",
+) -> str:
+    """Each of ``contenders`` over ``base_key`` (named ``base_label``), per num_envs."""
+    r = ratios_to(grid, base_key, [c.key for c in contenders])
     if not r:
-        return "Ratio to SB3 SubprocVecEnv: n/a (SubprocVecEnv did not run)."
-    head = "| x SB3 SubprocVecEnv | " + " | ".join(f"num_envs={n}" for n in sizes) + " |"
+        return f"Ratio to {base_label}: n/a ({base_label} did not run)."
+    head = f"| x {base_label} | " + " | ".join(f"num_envs={n}" for n in sizes) + " |"
     rows = [head, "|---|" + "---:|" * len(sizes)]
     for c in contenders:
         if c.key in r:
@@ -202,9 +211,14 @@ def load_line(load: dict[str, Any]) -> str:
 
 
 def plot(
-    path: str, env_id: str, contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]]
+    path: str,
+    env_id: str,
+    contenders: list[Contender],
+    sizes: list[int],
+    grid: dict[int, dict[str, Cell]],
+    unit: str = "env steps",
 ) -> bool:
-    """steps/s against num_envs per contender, log-log. False when matplotlib is missing."""
+    """``unit``/s against num_envs per contender, log-log. False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -222,7 +236,7 @@ def plot(
     ax.set_xticks(sizes, [str(n) for n in sizes])
     ax.minorticks_off()
     ax.set_xlabel("num_envs")
-    ax.set_ylabel("env steps / s (median)")
+    ax.set_ylabel(f"{unit} / s (median)")
     ax.set_title(f"{env_id}: throughput")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -46,13 +46,21 @@ class Runner:
 
 
 class SyncRunner(Runner):
+    """``step(actions)`` with each of ``actions`` in turn (pre-drawn batches: the rows of an array, or a multi-agent
+    env's dicts), counting ``steps_per_call`` steps a call."""
+
     def __init__(
-        self, env: Any, step: Callable[[np.ndarray], Any], actions: np.ndarray, num_envs: int, close: Callable[[], None]
+        self,
+        env: Any,
+        step: Callable[[Any], Any],
+        actions: Iterable[Any],
+        steps_per_call: int,
+        close: Callable[[], None],
     ) -> None:
         self.env = env  # kept alive for the lifetime of the runner
         self._step = step
-        self._actions: Iterator[np.ndarray] = itertools.cycle(list(actions))
-        self.steps_per_call = num_envs
+        self._actions: Iterator[Any] = itertools.cycle(list(actions))
+        self.steps_per_call = steps_per_call
         self._close = close
 
     def run(self, calls: int) -> int:

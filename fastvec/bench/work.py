@@ -1,9 +1,11 @@
 """The work every contender does, so that their rows compare: which envs (classic control, gymnasium's MuJoCo v5,
-Atari), Atari's settings, and the uniformly random actions each draws before timing."""
+Atari, multi-agent PettingZoo envs), Atari's settings, and the uniformly random actions each draws before timing."""
 
 from __future__ import annotations
 
 import functools
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,11 @@ ATARI: dict[str, Any] = {
 }
 ATARI_MAX_STEPS = 27_000
 NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
+# Multi-agent envs, counted in agent-steps: mpe2's MPE envs (fastvec also runs its C++ port of each) and PettingZoo's
+# rps_v2, a Python-only env whose step is almost free, so that a vector env's own cost shows. Every contender steps
+# the PettingZoo parallel env as its module makes it (default options: MPE's max_cycles=25, discrete actions).
+MPE_ENVS = family_ids("mpe")
+PETTINGZOO_ONLY_ENVS = {"rps_v2": "pettingzoo.classic.rps_v2"}
 
 
 def is_mujoco(env_id: str) -> bool:
@@ -42,6 +49,24 @@ def is_mujoco(env_id: str) -> bool:
 
 def is_atari(env_id: str) -> bool:
     return env_id not in CLASSIC_ENVS and not is_mujoco(env_id) and env_id.endswith("-v5")
+
+
+def is_multiagent(env_id: str) -> bool:
+    return env_id in MPE_ENVS or env_id in PETTINGZOO_ONLY_ENVS
+
+
+def parallel_env(env_id: str) -> Any:
+    """One PettingZoo parallel env of the multi-agent ``env_id``, as its module makes it."""
+    module = f"mpe2.{env_id}" if env_id in MPE_ENVS else PETTINGZOO_ONLY_ENVS[env_id]
+    return importlib.import_module(module).parallel_env()
+
+
+def parallel_env_fn(env_id: str) -> Callable[[], Any]:
+    """A picklable constructor of :func:`parallel_env` (worker processes build their envs from it); refuses an env
+    that is not multi-agent."""
+    if not is_multiagent(env_id):
+        raise NotAvailable("multi-agent envs only")
+    return functools.partial(parallel_env, env_id)
 
 
 def classic_only(env_id: str) -> None:
@@ -96,6 +121,23 @@ def actions_for(env_id: str, space: Any, num_envs: int, discrete: type) -> np.nd
     """A contender's actions: within its Box (in the Box's dtype) for MuJoCo, else :func:`discrete_actions` in
     ``discrete``."""
     return _box_actions(space, num_envs) if is_mujoco(env_id) else discrete_actions(num_envs, discrete, env_id)
+
+
+def multiagent_actions(spaces: dict[str, Any], num_envs: int) -> list[dict[str, np.ndarray]]:
+    """NUM_ACTION_ROWS batches of uniformly random actions, each a dict agent -> ``num_envs`` actions, drawn before
+    timing from a contender's own action spaces (Discrete or Box); the same stream for every contender."""
+    rng = np.random.default_rng(12345)
+    rows = []
+    for _ in range(NUM_ACTION_ROWS):
+        row = {}
+        for agent, space in spaces.items():
+            if hasattr(space, "n"):
+                row[agent] = rng.integers(0, int(space.n), num_envs)
+            else:
+                low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+                row[agent] = (low + rng.random((num_envs, *space.shape)) * (high - low)).astype(space.dtype)
+        rows.append(row)
+    return rows
 
 
 @functools.cache

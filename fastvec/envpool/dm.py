@@ -44,6 +44,22 @@ class DMEnvPool(EnvPoolFace):
     def action_spec(self) -> Any:
         return self._spec.action_spec()
 
+    def reward_spec(self) -> Any:
+        """dm_env's default reward spec, as EnvPool's dm env (a ``dm_env.Environment``) answers."""
+        import dm_env
+
+        return dm_env.Environment.reward_spec(self)  # type: ignore[arg-type]
+
+    def discount_spec(self) -> Any:
+        """dm_env's default discount spec, as EnvPool's dm env answers."""
+        import dm_env
+
+        return dm_env.Environment.discount_spec(self)  # type: ignore[arg-type]
+
+    def seed(self, seed: Any = None) -> None:
+        """Seeds each env's next reset, as the gymnasium env's :meth:`GymnasiumEnvPool.seed` (EnvPool ignores it)."""
+        self._pool_env.seed(seed)
+
     def reset(self, env_id: Any = None) -> Any:
         """Resets every env (or those of ``env_id``) and returns their first TimeStep (async: the first
         ``batch_size`` envs')."""
@@ -74,6 +90,38 @@ class DMEnvPool(EnvPoolFace):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def xla(self) -> Any:
+        """EnvPool's dm ``xla()``: ``(handle, recv, send, step)`` as XLA custom calls for jitted JAX code, whose
+        batches are ``TimeStep``s as :meth:`step` returns them (:meth:`fastvec.VectorEnv.xla` says the rest).
+        Not with ``zero_discount_on_life_loss``, which needs each env's lives at its previous row."""
+        from fastvec import _xla
+
+        pool = self._pool_env
+        if self._zero_on_life_loss:
+            pool.check_open()
+            raise ValueError(
+                "xla() of a dm env with zero_discount_on_life_loss=True is not supported: the discount of a lost "
+                "life needs each env's previous lives, which jitted calls do not keep; compare info lives yourself"
+            )
+
+        # (the calls hold no reference to the env: del env still closes it)
+        envpool_result, state_type, time_step = pool._xla_result, self._state, self._time_step
+
+        def result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> Any:
+            import jax.numpy as jnp
+
+            info = envpool_result(obs, reward, terminated, truncated, info)[4]
+            step_type = jnp.where(info["elapsed_step"] == 0, 0, 1)
+            step_type = jnp.where(terminated | truncated, 2, step_type).astype(jnp.int32)
+            discount = jnp.where(terminated, 0.0, 1.0).astype(jnp.float32)
+            values = {k: info[k] for k in state_type._fields if k not in ("obs", "players")}
+            state = state_type(obs=obs, players=Players(info["env_id"]), **values)
+            return time_step(
+                step_type=step_type, reward=reward.astype(jnp.float32), discount=discount, observation=state
+            )
+
+        return _xla.make(pool._xla_pool(), pool.label, result, {"reward": np.float32} if pool._atari else None)
 
     def _timestep(
         self, obs: Any, reward: np.ndarray, terminated: np.ndarray | None, truncated: np.ndarray | None, info: dict

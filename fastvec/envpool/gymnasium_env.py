@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,10 @@ class EnvPoolFace:
     @property
     def all_env_ids(self) -> np.ndarray:
         return np.arange(self._pool_env.num_envs, dtype=np.int32)
+
+    def __len__(self) -> int:
+        """The number of envs, as EnvPool's ``len(env)`` (Tianshou's EnvPool path sizes its buffers by it)."""
+        return self._pool_env.num_envs
 
 
 def _set_once(name: str) -> property:
@@ -68,6 +73,11 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         self._step_batch = self.backend.step  # (bound once: the façade's fast path, see step)
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
+
+    @property
+    def is_vector_env(self) -> bool:
+        """True, as EnvPool's: the flag older vector-aware gymnasium wrappers look for."""
+        return True
 
     @property  # type: ignore[override]
     def spec(self) -> EnvPoolSpec:
@@ -111,6 +121,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
             info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
             if self._atari:
                 info["reward"] = info["reward"].astype(np.float32)
+                self._lives[r.env_id] = info["lives"]  # type: ignore[index]  # (an Atari pool has it; _result's)
             return r.obs, r.reward, r.terminated, r.truncated, info
         if env_id is None or not self.sync:
             return super().step(actions, env_id)
@@ -164,6 +175,7 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         info: Any = r.info  # EnvPool's, built by the pool (info_layout="envpool"): a dict of its own
         if self._atari:
             info["reward"] = info["reward"].astype(np.float32)
+            self._lives[r.env_id] = info["lives"]  # type: ignore[index]  # (VectorEnv's record: the ale stand-in)
         return r.obs, r.reward, r.terminated, r.truncated, info
 
     def render(self, env_ids: Any = None, camera_id: int | None = None) -> np.ndarray:  # type: ignore[override]
@@ -190,6 +202,22 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._spec!r})"
 
+    def xla(self) -> Any:
+        """EnvPool's ``xla()``: ``(handle, recv, send, step)`` as XLA custom calls for jitted JAX code, where
+        ``step(handle, actions, env_id=None)`` returns ``(handle, (obs, reward, terminated, truncated, info))``
+        with EnvPool's info keys (:meth:`fastvec.VectorEnv.xla` says the rest)."""
+        from fastvec import _xla
+
+        return _xla.make(
+            self._xla_pool(), self.label, self._xla_result, {"reward": np.float32} if self._atari else None
+        )
+
+    @staticmethod
+    def _xla_result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> tuple:
+        """A jitted batch as EnvPool's xla() gives it (its info: env_id, players, the env's values)."""
+        env_id = info.pop("env_id")
+        return obs, reward, terminated, truncated, {"env_id": env_id, "players": {"env_id": env_id}, **info}
+
 
 def _pick(result: tuple, rows: np.ndarray) -> tuple:
     obs, rew, term, trunc, info = result
@@ -204,7 +232,19 @@ class LegacyGymEnvPool(GymnasiumEnvPool):
     """EnvPool 0.6-0.8's gym API, which CleanRL's EnvPool scripts were written for: ``reset()`` -> obs (with
     ``gym_reset_return_info=True``: ``(obs, info)``), ``step()`` and ``recv()`` -> ``(obs, reward, done, info)``
     with ``done = terminated | truncated`` and ``info["TimeLimit.truncated"]`` (truncated, not terminated).
-    Made by :mod:`fastvec.envpool.legacy`'s ``make(..., env_type="gym")``."""
+    Made by :mod:`fastvec.envpool.legacy`'s ``make(..., env_type="gym")``.
+
+    With the ``gym`` package importable, ``observation_space`` and ``action_space`` are ``gym``'s spaces, as
+    EnvPool 0.6-0.8 (built on ``gym``) gave them: CleanRL's scripts check ``isinstance(envs.action_space,
+    gym.spaces.Discrete)``. ``single_observation_space``/``single_action_space`` stay gymnasium's (fastvec's
+    VectorEnv's; EnvPool 0.6-0.8 had none, and CleanRL's scripts set them to the ``gym`` ones)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        legacy = _gym_module()
+        if legacy is not None:
+            self.observation_space = _as_gym_space(legacy, self.single_observation_space)
+            self.action_space = _as_gym_space(legacy, self.single_action_space)
 
     def reset(  # type: ignore[override]
         self, env_id: Any = None, *, seed: Any = None, options: dict[str, Any] | None = None
@@ -217,6 +257,49 @@ class LegacyGymEnvPool(GymnasiumEnvPool):
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, dict[str, Any]]:  # type: ignore[override]
         return _legacy(super().recv(timeout))
+
+    def xla(self) -> Any:
+        """EnvPool 0.6-0.8's ``xla()``, which CleanRL's ``ppo_atari_envpool_xla_jax*.py`` use: ``step(handle,
+        actions)`` returns ``(handle, (obs, reward, done, info))``, with ``info["TimeLimit.truncated"]``."""
+        from fastvec import _xla
+
+        envpool_result = self._xla_result  # (the calls hold no reference to the env: del env still closes it)
+
+        def result(obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> tuple:
+            obs, reward, terminated, truncated, info = envpool_result(obs, reward, terminated, truncated, info)
+            info["TimeLimit.truncated"] = truncated & ~terminated
+            return obs, reward, terminated | truncated, info
+
+        return _xla.make(self._xla_pool(), self.label, result, {"reward": np.float32} if self._atari else None)
+
+
+def _gym_module() -> Any:
+    """The ``gym`` package if it is installed and imports (gym 0.26 does beside numpy 2), else None."""
+    if importlib.util.find_spec("gym") is None:
+        return None
+    try:
+        import gym  # type: ignore[import-not-found]
+    except Exception:  # an old gym that cannot import here: gymnasium's spaces, as without gym
+        return None
+    return gym
+
+
+def _as_gym_space(legacy: Any, space: gym.Space) -> Any:
+    """``space`` (gymnasium's) as the ``legacy`` gym package's space of the same kind, bounds and dtype."""
+    spaces = legacy.spaces
+    if isinstance(space, gym.spaces.Discrete):
+        return spaces.Discrete(int(space.n), start=int(space.start))
+    if isinstance(space, gym.spaces.Box):
+        return spaces.Box(low=space.low, high=space.high, shape=space.shape, dtype=space.dtype)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return spaces.MultiDiscrete(space.nvec, dtype=space.dtype)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return spaces.MultiBinary(space.n)
+    if isinstance(space, gym.spaces.Dict):
+        return spaces.Dict({k: _as_gym_space(legacy, s) for k, s in space.spaces.items()})
+    if isinstance(space, gym.spaces.Tuple):
+        return spaces.Tuple(tuple(_as_gym_space(legacy, s) for s in space.spaces))
+    raise TypeError(f"no gym space for {space}")
 
 
 def _legacy(result: tuple) -> tuple:

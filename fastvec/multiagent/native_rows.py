@@ -53,7 +53,9 @@ class NativeRows:
         if len(rows):
             obs[rows] = np.stack(final_obs[rows].tolist())
         ended = np.asarray(ended, dtype=bool)
-        rewards = np.where(ended[:, None], final_info["agent_rewards"], 0.0)
+        # (B, A); a one-agent env's info field is (B,)
+        agent_rewards = np.asarray(final_info["agent_rewards"], dtype=np.float64).reshape(len(ended), -1)
+        rewards = np.where(ended[:, None], agent_rewards, 0.0)
         return self._rows(obs, rewards, np.where(ended, final_info["terminated"], 0), ended)
 
     def join(self, actions: dict[str, np.ndarray]) -> Any:
@@ -88,4 +90,54 @@ def over_native(venv: Any, episode_stats: bool | str) -> Any:
     from fastvec.multiagent.vector import MultiAgentVectorEnv
 
     stats = multiagent_episode_stats(venv, episode_stats)
-    return MultiAgentVectorEnv(venv, NativeRows(agents), episode_stats=stats)
+    rows = NativeRows(agents)
+    answer_as_parallel_env(venv, rows)
+    return MultiAgentVectorEnv(venv, rows, episode_stats=stats)
+
+
+# What the env's state decides, which a native env (no Python object) does not keep: env_call's error says so.
+_STATEFUL = (
+    "the agents of each env change as its episodes run and a native env keeps no Python object; "
+    "infos['active'] says which agents have an observation (backend='python' runs mpe2's env, which has it)"
+)
+_UNANSWERABLE = {
+    "agents": _STATEFUL,
+    "num_agents": _STATEFUL,
+    "state": "a native env keeps no Python object; backend='python' runs mpe2's env, whose state() it is",
+}
+
+
+def answer_as_parallel_env(venv: Any, rows: NativeRows) -> None:
+    """Env calls (``env.call``, ``get_attr``) on the native pool ``venv`` answer what mpe2's ``parallel_env`` answers
+    where the answer is fixed when the env is made: ``possible_agents``, ``max_num_agents``,
+    ``observation_space(agent)``, ``action_space(agent)`` (and their dicts), ``state_space``, ``metadata`` (mpe2's,
+    but ``render_modes``: a native env draws nothing); the options it was made with as before; a clear error for what
+    changes as the env runs (``agents``, ``state()``)."""
+    pool = venv.backend
+    possible = list(rows.possible_agents)
+
+    def observation_space(agent: str) -> gym.Space:
+        return rows.observation_spaces[_agent(agent, possible)]
+
+    def action_space(agent: str) -> gym.Space:
+        return rows.action_spaces[_agent(agent, possible)]
+
+    metadata = {**pool.attributes["metadata"], "is_parallelizable": True, "render_fps": 10, "name": pool.entry.id}
+    pool.attributes.update(
+        possible_agents=possible,
+        max_num_agents=len(possible),
+        observation_space=observation_space,
+        action_space=action_space,
+        observation_spaces=dict(rows.observation_spaces),
+        action_spaces=dict(rows.action_spaces),
+        state_space=venv.single_observation_space,  # every agent's observation, concatenated: mpe2's state()
+        metadata=metadata,
+    )
+    pool.unanswerable.update(_UNANSWERABLE)
+    venv.metadata = metadata
+
+
+def _agent(agent: Any, possible: list[str]) -> str:
+    if agent not in possible:
+        raise KeyError(f"agent {agent!r} is not one of possible_agents {possible}")
+    return str(agent)

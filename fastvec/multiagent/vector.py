@@ -80,6 +80,15 @@ class MultiAgentVectorEnv:
         self._all_ids = np.arange(self.num_envs, dtype=np.int32)
         # Per env and agent: the return so far, for a backend that keeps none (AgentRows.returns None).
         self._sums = np.zeros(self._alive.shape)
+        # Per env: sent (or reset) and not received. A sync pool's receiving call returns the rows of every env in
+        # flight, in env order and without env_id (EnvPool's step of some envs): these say which envs they are.
+        self._sent = np.zeros(self.num_envs, dtype=bool)
+        # Per env, as the pool counts them for its time limit: steps in the episode, a reset on its way, and whether
+        # the last row ended the episode (next_step: the next step is its autoreset; not in same_step mode, whose
+        # ended rows hold the new episode). What _resync needs when a dropped batch's rows are lost.
+        self._elapsed = np.zeros(self.num_envs, dtype=np.int64)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
+        self._over = np.zeros(self.num_envs, dtype=bool)
 
     # -- PettingZoo-style spaces ----------------------------------------------
 
@@ -104,6 +113,8 @@ class MultiAgentVectorEnv:
         """Resets every env (or, with ``options={"reset_mask": mask}`` / ``{"env_id": ids}``, some) as
         :meth:`fastvec.VectorEnv.reset` does: ``seed=s`` seeds env ``i`` with ``s + i``, a list one seed per env."""
         obs, info = self.backend.reset(seed=seed, options=options)
+        if not options or (options.get("reset_mask") is None and options.get("env_id") is None):
+            self._sent[:] = False  # (a reset of every env drops what was in flight)
         return self._reset_result(obs, info, options or {})
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -118,7 +129,7 @@ class MultiAgentVectorEnv:
         try:
             result = self.backend.step(joined)
         except Exception:
-            self._resync()
+            self._resync(self._all_ids)
             raise
         return self._result(*result)
 
@@ -127,21 +138,37 @@ class MultiAgentVectorEnv:
     def async_reset(self, seed: Seed = None, env_id: Any = None, options: dict[str, Any] | None = None) -> None:
         """Starts a reset of every env (or of the envs ``env_id``); :meth:`recv` returns the rows."""
         self.backend.async_reset(seed=seed, env_id=env_id, options=options)
-        self._sums[self._all_ids if env_id is None else env_id] = 0.0
+        ids = self._all_ids if env_id is None else env_id
+        if env_id is None:
+            self._sent[:] = False
+        self._sent[ids] = True
+        self._resetting[ids] = True
+        self._sums[ids] = 0.0
 
     def send(self, actions: Mapping[str, Any], env_id: Any = None) -> None:
         """Queues a step of each env in ``env_id`` (every env if None); ``actions``: agent -> one row per env."""
         self.backend.check_open()
         ids = self._all_ids if env_id is None else check_env_ids(env_id, self.num_envs)
         self.backend.send(self._actions(actions, ids), env_id)
+        self._sent[ids] = True
 
     def recv(self, timeout: float | None = None) -> tuple[dict[str, Any], ...]:
         """The first ``batch_size`` envs to finish (``infos["env_id"]`` says which)."""
-        return self._result(*self.backend.recv(timeout))
+        try:
+            result = self.backend.recv(timeout)
+        except Exception as exc:
+            self._env_raised(exc)
+            raise
+        return self._result(*result)
 
     def recv_rest(self, timeout: float | None = None) -> tuple[dict[str, Any], ...]:
         """The envs still in flight when they are fewer than ``batch_size``."""
-        return self._result(*self.backend.recv_rest(timeout))
+        try:
+            result = self.backend.recv_rest(timeout)
+        except Exception as exc:
+            self._env_raised(exc)
+            raise
+        return self._result(*result)
 
     # -- env calls, close ------------------------------------------------------
 
@@ -214,18 +241,43 @@ class MultiAgentVectorEnv:
             full[a] = _check(a, self.single_action_spaces[a], actions[a], need, self._filler[a], ids)
         return self._rows.join(full)
 
-    def _resync(self) -> None:
-        """After a sync step raised (an env's exception: the batch's rows are dropped, the other envs have stepped),
-        asks each env which agents it will give actions to next: the rows that told the façade are lost. A backend
-        whose envs cannot say (a native one, whose agents do not come and go) keeps what it had."""
+    def _env_raised(self, exc: Exception) -> None:
+        """After a receiving call raised: if it was an env's exception (it names the env) in sync mode, every env in
+        flight has left it (the batch's rows dropped), and the agents each env will act with next must be asked."""
+        if self.sync and getattr(exc, "env_id", None) is not None:
+            stepped = np.flatnonzero(self._sent)
+            self._sent[:] = False
+            self._resync(stepped)
+
+    def _resync(self, stepped: np.ndarray) -> None:
+        """After a sync batch raised (an env's exception: its rows are dropped, the other envs of ``stepped`` have
+        stepped or reset), asks each env which agents it will give actions to next: the rows that told the façade
+        are lost. An env the pool's time limit truncated in that step has none (next_step: its next step is the
+        autoreset; disabled: it must be reset); in same_step mode the pool has reset it, and it says. A backend whose
+        envs cannot say (a native one, whose agents do not come and go) keeps what it had."""
         if self.backend.closed:
             return
         try:
             acting = self.backend.env_call("get", ACTING)
         except Exception:
             return
-        for e, agents in enumerate(acting):
-            self._alive[e] = [a in (agents or ()) for a in self.possible_agents]
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        limit = self.max_episode_steps or 0
+        for e in np.asarray(stepped).tolist():
+            agents = acting[e] or ()
+            if self._resetting[e] or (self._over[e] and self.autoreset_mode == AutoresetMode.NEXT_STEP):
+                self._elapsed[e], self._over[e] = 0, False
+            else:
+                self._elapsed[e] += 1
+                if limit and self._elapsed[e] >= limit:
+                    if same_step:
+                        self._elapsed[e] = 0
+                    else:
+                        agents, self._over[e] = (), True
+                elif not agents and not same_step:  # the env's own end
+                    self._over[e] = True
+            self._resetting[e] = False
+            self._alive[e] = [a in agents for a in self.possible_agents]
 
     def _reset_result(
         self, obs: Any, info: dict[str, Any], options: dict[str, Any]
@@ -246,6 +298,7 @@ class MultiAgentVectorEnv:
             ids = self._all_ids
         self._alive[ids] = active
         self._sums[ids] = 0.0
+        self._elapsed[ids], self._resetting[ids], self._over[ids] = 0, False, False
         return agents.obs, infos
 
     def _result(
@@ -255,7 +308,11 @@ class MultiAgentVectorEnv:
         cur = rows.split(obs, info)
         rewards, terms, truncs = cur.rewards, cur.terminations, cur.truncations
         env_rows = info.get("env_id")
-        env_rows = self._all_ids if env_rows is None else env_rows
+        if env_rows is None:  # sync: every env in flight, in env order (all, after step or a send of all)
+            env_rows = np.flatnonzero(self._sent) if self._sent.any() else self._all_ids
+            self._sent[:] = False
+        else:
+            self._sent[env_rows] = False
         infos = self._infos(info, cur)
         ended = terminated | truncated
         final_active = cur.active  # who had a final observation where an episode ended
@@ -283,6 +340,7 @@ class MultiAgentVectorEnv:
             done_step = ~infos["_final_obs"][:, None]
             alive &= ~((self._stack(terms) | self._stack(truncs)) & done_step)
         self._alive[env_rows] = alive
+        self._count(env_rows, ended)
         if returns is None:  # kept here: the rewards received (the final step's where an episode ended)
             sums = self._sums
             sums[env_rows] += self._stack(rewards)
@@ -293,6 +351,20 @@ class MultiAgentVectorEnv:
             infos["episode_agent_returns"] = {a: np.where(mask, returns[a], 0.0) for a in returns}
             infos["_episode_agent_returns"] = mask.copy()
         return cur.obs, rewards, terms, truncs, infos
+
+    def _count(self, env_rows: np.ndarray, ended: np.ndarray) -> None:
+        """The episode steps of the envs of a batch's rows (``ended``: the row ended an episode), as the pool counts
+        them: a reset's row (asked for, or next_step's autoreset) starts again from 0."""
+        reset = self._resetting[env_rows]
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            reset |= self._over[env_rows]
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            reset |= ended  # (the row holds the new episode)
+            self._over[env_rows] = False
+        else:
+            self._over[env_rows] = ended & ~reset
+        self._elapsed[env_rows] = np.where(reset, 0, self._elapsed[env_rows] + 1)
+        self._resetting[env_rows] = False
 
     def _infos(self, info: dict[str, Any], agents: AgentRows) -> dict[str, Any]:
         infos = {k: v for k, v in info.items() if k not in self._hidden}

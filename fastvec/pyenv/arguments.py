@@ -96,8 +96,14 @@ def count_workers(num_workers: int | str | None, num_envs: int) -> int:
 def check_actions(
     space: gym.Space, leaf_spaces: list[gym.Space], simple: bool, batched: gym.Space, actions: Any, rows: int
 ) -> list[np.ndarray]:
-    """``actions`` for ``rows`` envs of action space ``space`` as one checked array per leaf space (``simple``: the
-    space is its one leaf, not nested); ``batched`` is the batched space, for the message."""
+    """``actions`` for ``rows`` envs of action space ``space`` as one array per leaf space (``simple``: the space is
+    its one leaf, not nested), each of the shape and dtype the shared memory keeps; ``batched`` is the batched
+    space, for the message.
+
+    The envs get their actions as gymnasium's vector envs pass them, and decide themselves: a value outside the
+    space (a Discrete action out of range, NaN, a Box action out of bounds) reaches the env, whose own check (or
+    not) answers it. Refused here is only what the shared memory cannot hold: another shape, a dtype of another
+    kind (text, complex, floats for integer spaces), a value the space's dtype cannot represent."""
     if simple:
         values = [actions]
     else:
@@ -110,44 +116,41 @@ def check_actions(
 
 def _check_leaf(space: gym.Space, value: Any, rows: int) -> np.ndarray:
     arr = np.asarray(value)
-    low: Any
-    high: Any
+    dtype = np.dtype(cast(Any, space.dtype))
     if isinstance(space, gym.spaces.Box):
-        dtype = cast(np.dtype, space.dtype)
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"actions for a Box space must be real numbers, got dtype {arr.dtype}")
         shape = (rows, *space.shape)
         if arr.shape != shape and not (space.shape == (1,) and arr.shape == (rows,)):
             raise ValueError(f"actions must have shape {shape}, got {arr.shape}")
-        if arr.dtype.kind == "f" or dtype.kind == "f":
-            # checked as the env's dtype receives them: 1e300 is finite as float64, inf as float32
+        if arr.dtype.kind == "f" and dtype.kind == "f":
+            # What the env receives is the space's dtype: a finite value that overflows it (1e300 as float32)
+            # cannot be held; NaN and infinities given are the env's to judge.
             with np.errstate(over="ignore", invalid="ignore"):
-                as_env = arr.astype(dtype, copy=False) if dtype.kind == "f" else arr
-            if not np.isfinite(as_env).all():
-                finite = np.isfinite(as_env.reshape(rows, -1))
-                bad = int(np.flatnonzero(~finite.all(axis=1))[0])
-                value = arr.reshape(rows, -1)[bad][~finite[bad]][0]
-                raise ValueError(f"actions must be finite as {dtype}, got {float(value)!r} for env row {bad}")
+                as_env = arr.astype(dtype, copy=False)
+            lost = np.isfinite(arr) & ~np.isfinite(as_env)
+            if lost.any():
+                where = np.argwhere(lost.reshape(rows, -1))[0]
+                got = float(arr.reshape(rows, -1)[tuple(where)])
+                raise ValueError(
+                    f"actions must be representable as {dtype}, the action space's dtype, which the pool's shared "
+                    f"memory holds: got {got!r} for env row {int(where[0])}"
+                )
             arr = as_env
         return arr.reshape(shape)
     if arr.dtype.kind not in "iub":
         raise TypeError(f"actions for {space} must be integers, got dtype {arr.dtype}")
-    if isinstance(space, gym.spaces.Discrete):
-        if arr.shape != (rows,):
-            raise ValueError(f"actions must have shape ({rows},), got {arr.shape}")
-        low, high = int(space.start), int(space.start + space.n)  # type: ignore[operator]
-    elif isinstance(space, gym.spaces.MultiDiscrete):
-        if arr.shape != (rows, *space.shape):
-            raise ValueError(f"actions must have shape {(rows, *space.shape)}, got {arr.shape}")
-        low, high = space.start, space.start + space.nvec  # type: ignore[operator]
-    else:
-        shape = (rows, *cast("tuple[int, ...]", space.shape))
-        if arr.shape != shape:
-            raise ValueError(f"actions must have shape {shape}, got {arr.shape}")
-        low, high = 0, 2
-    bad = (arr < low) | (arr >= high)
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        index = ", ".join(str(i) for i in where)
-        raise ValueError(f"actions[{index}] = {arr[tuple(where)]} is out of range for {space}")
+    want = (rows,) if isinstance(space, gym.spaces.Discrete) else (rows, *cast("tuple[int, ...]", space.shape))
+    if arr.shape != want:
+        raise ValueError(f"actions must have shape {want}, got {arr.shape}")
+    if arr.dtype != dtype and arr.size and arr.dtype.kind != "b":
+        info = np.iinfo(dtype)
+        bad = (arr < info.min) | (arr > info.max)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            index = ", ".join(str(i) for i in where)
+            raise ValueError(
+                f"actions[{index}] = {arr[tuple(where)]} cannot be held as {dtype}, the dtype of {space}, which the "
+                "pool's shared memory holds"
+            )
     return arr

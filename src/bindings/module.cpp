@@ -19,6 +19,9 @@
 #include "native_pool.hpp"
 #include "result_type.hpp"
 #include "write_pending.hpp"
+#ifdef FASTVEC_WITH_XLA
+#include "xla_ffi.hpp"
+#endif
 #include "envs/mpe/numpy_exp.hpp"
 #include "envs/numpy_unary.hpp"
 #ifdef FASTVEC_WITH_ATARI
@@ -104,6 +107,21 @@ PYBIND11_MODULE(_core, m) {
       py::arg("loop"), py::arg("data"),
       "numpy's float64 log1p loop (its address and data), for the dm_control envs' np.log1p; set by fastvec when "
       "it is imported (fastvec._numpy_loops).");
+
+#ifdef FASTVEC_WITH_XLA
+  m.attr("has_xla") = true;
+  m.def(
+      "xla_handlers",
+      [] {
+        py::dict handlers;
+        for (const auto& [name, fn] : fb::xla_cpu_handlers()) handlers[py::str(name)] = py::capsule(fn);
+        return handlers;
+      },
+      "XLA FFI handlers of fastvec's xla() calls on JAX's CPU backend, by name ('send', 'recv', 'step'), as "
+      "capsules for jax.ffi.register_ffi_target (fastvec._xla registers them).");
+#else
+  m.attr("has_xla") = false;
+#endif
 
   fb::translate_errors(m);
 
@@ -196,5 +214,6 @@ PYBIND11_MODULE(_core, m) {
       .def("reset_envs", &NativePool::reset_envs, py::arg("env_id"), py::arg("seeds"), py::arg("all_rows"))
       .def("drain", &NativePool::drain)
       .def("peek", &NativePool::peek, py::arg("env_id"), py::arg("frames"))
-      .def("close", &NativePool::close);
+      .def("close", &NativePool::close)
+      .def("xla_handle", &NativePool::xla_handle);
 }

@@ -78,6 +78,7 @@ NativePool::NativePool(const std::string& env, int num_envs, int batch_size, int
     // thread (atexit handlers, which could call a pool, run before finalization is flagged), so it is a
     // daemon thread that CPython would end. Park before asking for the GIL: no forced unwind at all.
     if (interpreter_finalizing()) park_forever();
+    if (XlaPort::in_call()) return;  // XLA's thread, in a jitted step: no Python here (close() still wakes it)
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     // A recv(timeout=...) past its deadline leaves as an interrupt does: nothing taken, all still in flight.
@@ -104,7 +105,13 @@ NativePool::~NativePool() {
   if (foreign()) {
     (void)pool_.release();  // see close(): the parent's pool, not ours to tear down
   } else if (pool_) {
-    without_gil([&] { pool_.reset(); });
+    without_gil([&] {
+      if (xla_) {  // a jitted call may be waiting in the pool: closing wakes it, detaching waits for it to leave
+        pool_->close();
+        xla_->detach();
+      }
+      pool_.reset();
+    });
   }
 }
 
@@ -245,7 +252,18 @@ void NativePool::drain() {
 
 void NativePool::close() {
   if (foreign()) return;
-  without_gil([&] { pool_->close(); });
+  std::shared_ptr<XlaPort> port = xla_;  // (read with the GIL held: xla_handle() sets it)
+  without_gil([&] {
+    pool_->close();
+    if (port) port->detach();  // (after close, which wakes a jitted call waiting in the pool)
+  });
+}
+
+std::pair<uint32_t, uint32_t> NativePool::xla_handle() {
+  check_open();
+  if (!xla_) xla_ = XlaPort::make(pool_.get());
+  const XlaHandle h = xla_->handle();
+  return {h.serial, h.calls};
 }
 
 void NativePool::check_process() const {

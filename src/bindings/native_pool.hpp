@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actions.hpp"
@@ -21,6 +22,7 @@
 #include "fork.hpp"
 #include "info_layout.hpp"
 #include "result_maker.hpp"
+#include "xla_port.hpp"
 
 namespace fastvec::bindings {
 
@@ -75,6 +77,8 @@ class NativePool {
   // another call of the same thread (a signal handler's): the waiting call
   // then raises "the pool is closed".
   void close();
+  // The serial and call count of this pool's XlaPort (made on the first call): the handle of fastvec's xla().
+  std::pair<uint32_t, uint32_t> xla_handle();
 
  private:
   class Deadline;
@@ -98,6 +102,7 @@ class NativePool {
   std::unique_ptr<core::PoolBase> pool_;
   ActionSpace action_space_;
   std::vector<int32_t> all_ids_;
+  std::shared_ptr<XlaPort> xla_;  // made by xla_handle(); detached before the pool closes or goes
 };
 
 }  // namespace fastvec::bindings

@@ -473,6 +473,123 @@ def test_native_defaults_and_async_pools():
     env.close()
 
 
+CLASSIC_OPTIONS = [
+    ("CartPole-v1", {}),
+    ("CartPole-v1", {"sutton_barto_reward": True}),
+    ("Acrobot-v1", {}),
+    ("MountainCar-v0", {"goal_velocity": 0.01}),
+    ("MountainCarContinuous-v0", {}),
+    ("Pendulum-v1", {"g": 9.81}),
+]
+
+
+@pytest.mark.parametrize(("env_id", "options"), CLASSIC_OPTIONS)
+def test_native_envs_answer_their_gymnasium_classes_constants(env_id, options):
+    """What gymnasium's class of the env has as constants (CartPole's gravity, masscart, ..., Pendulum's g with the
+    option given), a native env answers with the same values, read-only, through get_attr, call and SB3's
+    get_attr; its state (CartPole's state, steps_beyond_terminated) it does not have."""
+    reference = gym.make(env_id, disable_env_checker=True, **options).unwrapped
+    env = fastvec.make(env_id, 2, seed=0, **options)
+    names = [
+        n
+        for n in {**vars(type(reference)), **vars(reference)}
+        if not n.startswith("_") and n != "isopen" and isinstance(getattr(reference, n), (int, float))
+    ]  # (the constants of the class (Acrobot's) and of the instance; isopen is its window's state)
+    assert names
+    keywords = env.get_attr("spec")[0].kwargs  # the env's options (fastvec's, as floats) are answered as they are
+    for name in names:
+        want = getattr(reference, name)
+        got = env.get_attr(name)
+        assert got == (want, want) and (name in keywords or type(got[0]) is type(want)), name
+    assert env.call(names[0]) == env.get_attr(names[0])  # (a value, not a method: call gives it as it is)
+    with pytest.raises(AttributeError, match="no Python env object"):
+        env.set_attr(names[0], 1.0)
+    with pytest.raises(AttributeError, match="has no attribute 'state'"):
+        env.get_attr("state")
+    sb3 = fastvec.sb3_vec(env_id, 2, seed=0, **options)
+    assert sb3.get_attr(names[0], indices=[1]) == [getattr(reference, names[0])]
+    sb3.close()
+    env.close()
+    reference.close()
+
+
+def test_native_call_gravity_as_gymnasiums_test_call():
+    """gymnasium's test_call_async_vector_env's gravity, on native CartPoles: a tuple of one float 9.8 per env."""
+    env = fastvec.make("CartPole-v1", 4)
+    env.reset()
+    gravity = env.call("gravity")
+    env.close()
+    assert isinstance(gravity, tuple)
+    assert len(gravity) == 4
+    for i in range(4):
+        assert isinstance(gravity[i], float)
+        assert gravity[i] == 9.8
+
+
+def test_native_np_random_seed_is_each_envs_seed():
+    """np_random_seed names each env's seed, as gymnasium's envs do, never -1: make()'s (s + i) before and after
+    the first reset; without a seed, one drawn from entropy per env (distinct, kept by unseeded resets), with
+    which gymnasium's own env starts the same episode; a reset's seed replaces it."""
+    env = fastvec.make("CartPole-v1", 3, seed=5)
+    assert env.np_random_seed == (5, 6, 7)
+    env.reset()
+    assert env.np_random_seed == (5, 6, 7)
+    env.close()
+    env = fastvec.make("CartPole-v1", 4)
+    seeds = env.np_random_seed
+    assert len(set(seeds)) == 4 and all(isinstance(s, int) and s >= 0 for s in seeds)
+    obs, _ = env.reset()
+    assert env.np_random_seed == seeds
+    for i, seed in enumerate(seeds):
+        want, _ = gym.make("CartPole-v1").reset(seed=seed)
+        np.testing.assert_array_equal(obs[i], want)
+    env.reset(seed=None)
+    assert env.np_random_seed == seeds
+    env.reset(seed=[1, None, 3, None])
+    assert env.np_random_seed == (1, seeds[1], 3, seeds[3])
+    env.close()
+    other = fastvec.make("CartPole-v1", 4)
+    assert set(other.np_random_seed).isdisjoint(seeds)
+    other.close()
+
+
+@pytest.mark.atari
+def test_native_atari_answers_as_ale_pys_env():
+    """A native Atari env answers what ale-py's AtariEnv has for SB3's Atari tooling: env_method(
+    "get_action_meanings") as SB3's make_atari_env envs answer it (the minimal action set; the full one with
+    full_action_space), and ale, a read-only stand-in whose lives() is the env's lives (info["lives"]) and whose
+    modes, difficulties, action sets and screen size are the game's, as ale-py's emulator gives them."""
+    import ale_py
+    from stable_baselines3.common.env_util import make_atari_env
+
+    gym.register_envs(ale_py)
+    reference = make_atari_env("ALE/Breakout-v5", n_envs=2, seed=0, vec_env_cls=DummyVecEnv)
+    ours = fastvec.sb3_vec("Breakout-v5", 2, seed=0)
+    want = reference.env_method("get_action_meanings")
+    assert ours.env_method("get_action_meanings") == want == [["NOOP", "FIRE", "RIGHT", "LEFT"]] * 2
+    assert ours.env_method("get_action_meanings", indices=[1]) == want[1:]
+    reference.reset()
+    ours.reset()
+    ale, theirs = ours.get_attr("ale")[0], reference.get_attr("ale")[0]
+    assert ale.lives() == theirs.lives() == 5
+    for method in ("getAvailableModes", "getAvailableDifficulties", "getMinimalActionSet", "getLegalActionSet"):
+        assert getattr(ale, method)() == getattr(theirs, method)(), method
+    assert ale.getScreenDims() == theirs.getScreenDims()
+    reference.close()
+    ours.close()
+    env = fastvec.make("Breakout-v5", 2, seed=0, full_action_space=True, repeat_action_probability=0.0)
+    assert len(env.call("get_action_meanings")[0]) == env.single_action_space.n == 18
+    _, info = env.reset()
+    actions = np.array([1, 0])
+    while info["lives"][0] == 5:  # FIRE, then NOOP: the ball is missed and a life lost
+        _, _, _, _, info = env.step(actions)
+        actions = np.array([0, 0])
+    assert [a.lives() for a in env.get_attr("ale")] == info["lives"].tolist() and info["lives"][0] == 4
+    with pytest.raises(TypeError, match="'ale' is not callable"):
+        env.env_call("method", "ale")
+    env.close()
+
+
 # -- Stable-Baselines3 -----------------------------------------------------------------------------------------
 
 
@@ -634,16 +751,17 @@ def test_sb3_render_mode_and_metadata_come_from_the_envs():
 
 
 def test_sb3_env_is_wrapped_reports_the_real_wrappers():
-    """The envs' own wrappers, as DummyVecEnv reports them; monitor=True (fastvec adds Monitor's episode info
-    itself) reports Monitor for every env on top of that."""
+    """The envs' own wrappers, as DummyVecEnv reports them (a list of callables adds no Monitor by default, as
+    SubprocVecEnv); monitor=True (fastvec adds Monitor's episode info itself) reports Monitor for every env on top
+    of that."""
     fns = [
         lambda: Monitor(gym.wrappers.TimeLimit(GoalEnv(), 10)),
         lambda: gym.wrappers.TimeLimit(GoalEnv(), 10),
         GoalEnv,
     ]
     ref = DummyVecEnv(fns)
-    plain = fastvec.sb3_vec(fns, monitor=False, start_method="fork")
-    monitored = fastvec.sb3_vec(fns, start_method="fork")
+    plain = fastvec.sb3_vec(fns, start_method="fork")
+    monitored = fastvec.sb3_vec(fns, monitor=True, start_method="fork")
     for cls in (Monitor, gym.wrappers.TimeLimit, gym.Wrapper, gym.wrappers.ClipReward):
         assert plain.env_is_wrapped(cls) == ref.env_is_wrapped(cls)
         assert plain.env_is_wrapped(cls, indices=[2, 0]) == ref.env_is_wrapped(cls, indices=[2, 0])

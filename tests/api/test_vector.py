@@ -4,6 +4,7 @@ pool and from the Python-env pool (their checks live with their state, so this i
 from __future__ import annotations
 
 import re
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -122,8 +123,6 @@ def test_the_same_argument_mistakes_get_the_same_words(sync_pools, async_pools):
             env.recv()
     s, a = sync_pools, async_pools
     for actions, error, match in [
-        (np.array([0, 1, 2, 0]), ValueError, r"actions\[2\] = 2 is out of range for Discrete\(2\)"),
-        (np.array([0, 2**64 - 1, 0, 0], np.uint64), ValueError, r"actions\[1\] = 18446744073709551615 is out"),
         (np.zeros(3, np.int64), ValueError, r"actions must have shape \(4,\), got \(3,\)"),
         (np.zeros(4, np.float32), TypeError, r"actions for Discrete\(2\) must be integers, got dtype float32"),
     ]:
@@ -145,14 +144,79 @@ def test_box_actions_get_the_same_words():
     for env in envs.values():
         env.reset()
     for actions, error, match in [
-        (np.array([[0.0], [np.nan]]), ValueError, "actions must be finite as float32, got nan for env row 1"),
-        (np.array([[0.0], [-1e300]]), ValueError, r"actions must be finite as float32, got -1e\+300 for env row 1"),
         (np.zeros((2, 2)), ValueError, r"actions must have shape \(2, 1\), got \(2, 2\)"),
         (np.array([["a"], ["b"]]), TypeError, "actions for a Box space must be real numbers"),
     ]:
         same_error({b: lambda e=e, x=actions: e.step(x) for b, e in envs.items()}, error, match)
     for env in envs.values():
         env.close()
+
+
+def test_native_envs_refuse_actions_outside_their_space():
+    """A native env has no check of its own: the pool refuses, naming the action, out-of-range Discrete actions
+    and NaN, infinite or float32-overflowing Box actions, and stays usable."""
+    env = fastvec.make("CartPole-v1", 4, seed=0)
+    env.reset()
+    for actions, match in [
+        (np.array([0, 1, 2, 0]), r"actions\[2\] = 2 is out of range for Discrete\(2\)"),
+        (np.array([0, 2**64 - 1, 0, 0], np.uint64), r"actions\[1\] = 18446744073709551615 is out"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            env.step(actions)
+    assert env.step(np.zeros(4, np.int64))[0].shape == (4, 4)
+    env.close()
+    env = fastvec.make("Pendulum-v1", 2, seed=0)
+    env.reset()
+    for actions, match in [
+        (np.array([[0.0], [np.nan]]), "actions must be finite as float32, got nan for env row 1"),
+        (np.array([[0.0], [-1e300]]), r"actions must be finite as float32, got -1e\+300 for env row 1"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            env.step(actions)
+    assert env.step(np.zeros((2, 1), np.float32))[0].shape == (2, 3)
+    env.close()
+
+
+def test_python_envs_get_their_actions_as_gymnasiums_vector_envs_pass_them():
+    """The Python-env pool passes what gymnasium's AsyncVectorEnv passes, and the env decides: gymnasium's
+    CartPole raises its own AssertionError for an out-of-range action (the env then needs a reset, the pool stays
+    usable), Pendulum steps a NaN torque into NaN observations, as under AsyncVectorEnv; only what its shared memory
+    cannot hold (a value the space's dtype cannot represent) is refused before anything is sent."""
+    reference = gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1", disable_env_checker=True)] * 2)
+    reference.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # AsyncVectorEnv logs its worker's error as a warning
+        with pytest.raises(AssertionError) as theirs:
+            reference.step(np.array([0, 5]))
+    reference.close()
+    env = fastvec.make(lambda: gym.make("CartPole-v1", disable_env_checker=True), 2, seed=0, start_method="fork")
+    env.reset()
+    with pytest.raises(AssertionError) as ours:
+        env.step(np.array([0, 5]))
+    assert str(ours.value) == str(theirs.value) and ours.value.env_id == 1
+    env.reset()  # (env 1 raised: it needs a reset)
+    with pytest.raises(ValueError, match="cannot be held as int64"):
+        env.step(np.array([0, 2**64 - 1], np.uint64))
+    assert env.step(np.array([0, 1]))[0].shape == (2, 4)
+    env.close()
+
+    def pendulum():
+        return gym.make("Pendulum-v1", disable_env_checker=True)
+
+    actions = np.array([[0.5], [np.nan]], np.float32)
+    reference = gym.vector.AsyncVectorEnv([pendulum] * 2)
+    reference.reset(seed=3)
+    want = reference.step(actions)
+    reference.close()
+    env = fastvec.make(pendulum, 2, seed=3, start_method="fork")
+    env.reset()
+    got = env.step(actions)
+    for a, b in zip(got[:4], want[:4], strict=True):
+        np.testing.assert_array_equal(a, b)  # (NaN where NaN)
+    assert np.isnan(got[0][1]).all() and np.isnan(got[1][1])
+    with pytest.raises(ValueError, match=r"representable as float32, .* got -1e\+300 for env row 1"):
+        env.step(np.array([[0.0], [-1e300]]))
+    env.close()
 
 
 # -- the result type across the boundary ----------------------------------------

@@ -349,6 +349,154 @@ def test_bench_mujoco_script_prints_every_row_and_the_targets(tmp_path):
     assert "fastvec" not in cells  # default threads: only when asked for
 
 
+MULTIAGENT_ROWS = {
+    "ma-fastvec": "fastvec native (default threads)",
+    "ma-fastvec-python": "fastvec Python-env pool (PettingZoo's env)",
+    "ma-supersuit": "SuperSuit concat_vec_envs_v1, a process per core",
+    "ma-agilerl": "AgileRL AsyncPettingZooVecEnv",
+}
+
+
+@pytest.mark.slow
+def test_bench_multiagent_rows_count_agent_steps_with_memory(tmp_path):
+    """The multi-agent group on an MPE env (native and in the Python-env pool) and on a Python-only PettingZoo env,
+    its table and JSON; each call steps every env once, and counts a step per agent (3 on simple_spread, 2 on
+    rps). AgileRL is not in the test extra: "not installed" there."""
+    out = tmp_path / "results"
+    run = fastvec_cli(
+        "bench",
+        "--quick",
+        "--envs",
+        "simple_spread_v3",
+        "rps_v2",
+        "--num-envs",
+        "2",
+        "--seconds",
+        "0.05",
+        "--contenders",
+        *MULTIAGENT_ROWS,
+        "fastvec",  # a single-agent row: not one of a multi-agent env's
+        "--memory",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    table = run.stdout
+    assert table.startswith("# fastvec bench: agent-steps/s, median [min-max] of 1 x 0.05 s")
+    assert "## simple_spread_v3" in table and "## rps_v2" in table
+    assert "Multi-agent: agent-steps/s (one step of one agent = one step)" in table
+    assert table.count("| contender | num_envs=2 | peak memory @16 envs |") == 2
+    assert table.count("| x SuperSuit | num_envs=2 |") == 2
+    assert "| x RLlib MultiAgentEnvRunner |" not in table  # no RLlib sample() row chosen
+    for section in table.split("\n## ")[1:]:
+        rows = section.split("| x SuperSuit |")[0]
+        for label in MULTIAGENT_ROWS.values():
+            assert f"\n| {label} |" in rows, label
+    assert "| fastvec sync (default threads) |" not in table
+    doc = json.loads((out / "results.json").read_text())
+    assert set(doc["envs"]) == {"simple_spread_v3", "rps_v2"}
+    for env_id, agents in (("simple_spread_v3", 3), ("rps_v2", 2)):
+        section = doc["envs"][env_id]
+        assert section["unit"] == "agent_steps_per_s"
+        cells = section["results"]["2"]
+        assert set(cells) == set(MULTIAGENT_ROWS)
+        for key, cell in cells.items():
+            if key == "ma-fastvec" and env_id == "rps_v2":
+                assert cell["status"] == "no native port"
+                continue
+            assert cell["status"] == _status_if_installed("agilerl" if key == "ma-agilerl" else "fastvec"), key
+            if cell["status"] == "ok":
+                (rate,), (us,) = cell["steps_per_s"], cell["us_per_call"]
+                assert rate * us * 1e-6 == pytest.approx(2 * agents), key  # agent-steps per call: 2 envs
+                assert "median_frames_per_s" not in cell
+        assert set(section["ratio_to_supersuit"]) == {k for k, c in cells.items() if c["status"] == "ok"}
+        memory = section["peak_memory_mib"]
+        assert memory["ma-fastvec-python"]["status"] == "ok" and memory["ma-fastvec-python"]["mib"] > 1
+    assert doc["envs"]["simple_spread_v3"]["peak_memory_mib"]["ma-fastvec"]["status"] == "ok"
+    assert "ma-fastvec" not in doc["envs"]["rps_v2"]["peak_memory_mib"]  # it ran nowhere
+    assert (out / "rps_v2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "pettingzoo" in doc["machine"]["versions"] and "supersuit" in doc["machine"]["versions"]
+
+
+@pytest.mark.slow
+@pytest.mark.rllib
+def test_bench_rllib_multiagent_rows_count_agent_steps(tmp_path):
+    """RLlib's rows on a multi-agent env: its SyncVectorMultiAgentEnv stepped bare, and sample() through RLlibRunner
+    with RLlib's MultiAgentEnvRunner and with fastvec's runner (native, Python-env pool), counting the agent steps
+    the episodes hold; on rps_v2, whose observations are Discrete, through RLlib's FlattenObservations. Small
+    samples here; the bench samples 4000 env steps a call."""
+    code = """
+import json, warnings
+warnings.filterwarnings("ignore")
+from fastvec.bench import contenders, runners
+from fastvec.bench.ray_runners import RLlibRunner
+out = {}
+vector = contenders.contender("ma-rllib-vector").build("rps_v2", 3)
+out["vector"] = [vector.steps_per_call, vector.run(5)]
+vector.close()
+for env_id in ("simple_spread_v3", "rps_v2"):
+    for runner in ("default", "fastvec", "fastvec-python"):
+        if (env_id, runner) != ("rps_v2", "fastvec"):
+            r = RLlibRunner(env_id, 2, runner, timesteps=30)
+            out[f"{env_id} {runner}"] = [type(r._runner).__name__, r.run(1)]
+            r.close()
+try:
+    RLlibRunner("rps_v2", 2, "fastvec", timesteps=30)
+except runners.NotAvailable as e:
+    out["rps native"] = str(e)
+print(json.dumps(out))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out.pop("vector") == [6, 30]  # 3 envs x 2 agents a call
+    assert out.pop("rps native") == "no native port"
+    assert len(out) == 5
+    for run_of, (cls, steps) in out.items():
+        assert cls == ("MultiAgentEnvRunner" if run_of.endswith("default") else "FastvecMultiAgentEnvRunner")
+        agents = 3 if run_of.startswith("simple_spread_v3") else 2  # every agent acts every step
+        assert steps >= agents * 30 and steps % agents == 0, (run_of, steps)
+
+
+def test_bench_multiagent_option_and_sizes():
+    """--multiagent runs the multi-agent envs at their own sizes, with only the multi-agent rows; the default run
+    runs none of them."""
+    from fastvec.bench import cli
+
+    args = cli.parse_args(["--multiagent"])
+    assert args.envs == ["simple_spread_v3", "rps_v2"]
+    assert cli.sizes_of(args, "simple_spread_v3") == [8, 64, 256]
+    assert {c.key for c in cli.chosen_for(args, "rps_v2")} == {k for k in cli.DEFAULT_CONTENDERS if k.startswith("ma-")}
+    quick = cli.parse_args(["--multiagent", "--quick"])
+    assert quick.envs == ["simple_spread_v3"] and cli.sizes_of(quick, "simple_spread_v3") == [8, 64]
+    default = cli.parse_args([])
+    assert all(not c.key.startswith("ma-") for e in default.envs for c in cli.chosen_for(default, e))
+    mixed = cli.parse_args(["--envs", "CartPole-v1", "simple_v3", "--num-envs", "4", "--contenders", "*"])
+    assert "ma-supersuit" in {c.key for c in cli.chosen_for(mixed, "simple_v3")}
+    assert "ma-supersuit" not in {c.key for c in cli.chosen_for(mixed, "CartPole-v1")}
+    assert cli.sizes_of(mixed, "simple_v3") == [4]
+
+
+def test_multiagent_actions_are_the_same_draws_for_every_contender():
+    """Each contender draws from its own action spaces: the same stream, in each agent's space."""
+    import gymnasium as gym
+    import numpy as np
+
+    from fastvec.bench import work
+
+    spaces = {"a": gym.spaces.Discrete(5), "b": gym.spaces.Box(-1.0, 1.0, (2,), np.float32)}
+    rows = work.multiagent_actions(spaces, 4)
+    again = work.multiagent_actions(dict(spaces), 4)
+    assert len(rows) == work.NUM_ACTION_ROWS
+    for row, other in zip(rows, again, strict=True):
+        assert row["a"].shape == (4,) and set(row["a"].tolist()) <= set(range(5))
+        assert row["b"].shape == (4, 2) and row["b"].dtype == np.float32 and abs(row["b"]).max() <= 1.0
+        np.testing.assert_array_equal(row["a"], other["a"])
+        np.testing.assert_array_equal(row["b"], other["b"])
+    assert len({int(x) for row in rows for x in row["a"]}) == 5
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -358,6 +506,12 @@ def test_bench_mujoco_script_prints_every_row_and_the_targets(tmp_path):
         (["bench", "--contention", "-1"], "--contention >= 0"),
         (["bench", "--num-envs", "x"], "invalid int value"),
         (["benchmark"], "unknown command 'benchmark'"),
+        (["bench", "--multiagent", "--envs", "CartPole-v1"], "not allowed with argument"),
+        (
+            ["bench", "--envs", "simple_spread_v3", "--contenders", "fastvec"],
+            "no chosen contender steps the multi-agent env simple_spread_v3; its contenders are: ma-fastvec,",
+        ),
+        (["bench", "--contenders", "ma-*"], "no chosen contender steps the single-agent env CartPole-v1"),
     ],
 )
 def test_bad_arguments_give_clear_errors(tmp_path, args, message):

@@ -99,17 +99,17 @@ def u_word(u53: int) -> int:
 # --- the C++ side ---------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dump(tmp_path_factory):
-    build = tmp_path_factory.mktemp("rng_normal")
+def build_dump(name: str, build: Path):
+    """Builds tests/cpp/NAME.cpp in ``build`` with the flags of every fastvec target (cmake/flags.cmake); returns
+    run(*args, stdin=b"") -> its stdout, asserting it exits 0. Shared with the other dump-against-numpy tests."""
     (build / "CMakeLists.txt").write_text(
         f"""cmake_minimum_required(VERSION 3.20)
-project(rng_normal_dump LANGUAGES CXX)
+project({name} LANGUAGES CXX)
 include("{ROOT}/cmake/flags.cmake")
-add_executable(rng_normal_dump "{ROOT}/tests/cpp/rng_normal_dump.cpp")
-target_include_directories(rng_normal_dump PRIVATE "{ROOT}/src")
-target_compile_options(rng_normal_dump PRIVATE ${{FASTVEC_CXX_FLAGS}} -Werror)
-target_link_options(rng_normal_dump PRIVATE ${{FASTVEC_LINK_FLAGS}})
+add_executable({name} "{ROOT}/tests/cpp/{name}.cpp")
+target_include_directories({name} PRIVATE "{ROOT}/src")
+target_compile_options({name} PRIVATE ${{FASTVEC_CXX_FLAGS}} -Werror)
+target_link_options({name} PRIVATE ${{FASTVEC_LINK_FLAGS}})
 """
     )
     out = build / "out"
@@ -121,11 +121,16 @@ target_link_options(rng_normal_dump PRIVATE ${{FASTVEC_LINK_FLAGS}})
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
 
     def run(*args, stdin: bytes = b"") -> bytes:
-        done = subprocess.run([str(out / "rng_normal_dump"), *map(str, args)], input=stdin, capture_output=True)
+        done = subprocess.run([str(out / name), *map(str, args)], input=stdin, capture_output=True)
         assert done.returncode == 0, done.stderr.decode()
         return done.stdout
 
     return run
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    return build_dump("rng_normal_dump", tmp_path_factory.mktemp("rng_normal"))
 
 
 def cpp_states(dump, states: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:

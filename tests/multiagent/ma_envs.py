@@ -2,7 +2,8 @@
 them by name), and a reference loop that steps PettingZoo parallel envs directly, as the pool must.
 
 ``Lifecycle``: a PettingZoo ParallelEnv whose agents have different spaces, where ``b`` dies early and ``c`` is born
-mid-episode. ``Misbehaving``: one that breaks a rule of the API on request. ``Duo``: a tiny RLlib MultiAgentEnv.
+mid-episode. ``Misbehaving``: one that breaks a rule of the API on request. ``Raising``: one whose step raises for one
+agent's action. ``Duo``: a tiny RLlib MultiAgentEnv.
 """
 
 from __future__ import annotations
@@ -111,6 +112,23 @@ class Misbehaving(Lifecycle):
             elif self.how == "hidden":
                 del obs["a"]
         return obs, rewards, terminations, truncations, infos
+
+
+class AgentStepError(Exception):
+    """What :class:`Raising` raises (a type of its own, which no pool raises)."""
+
+
+class Raising(Lifecycle):
+    """A Lifecycle whose step raises AgentStepError, naming agent ``c``, when c's action is ``THROW`` (before it
+    changes anything: the env is as before the step, and a reset goes on from there)."""
+
+    THROW = (1, 2)
+
+    def step(self, actions):
+        c = actions.get("c")
+        if c is not None and tuple(np.asarray(c).tolist()) == self.THROW:
+            raise AgentStepError(f"agent 'c' cannot take action {list(self.THROW)} at step {self.t + 1}")
+        return super().step(actions)
 
 
 def duo_class():

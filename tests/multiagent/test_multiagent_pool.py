@@ -17,7 +17,18 @@ import mpe2.simple_adversary_v3 as simple_adversary
 import mpe2.simple_spread_v3 as simple_spread
 import numpy as np
 import pytest
-from ma_envs import DictActions, Lifecycle, Misbehaving, Nested, Reference, Reversed, duo_class, make_duo
+from ma_envs import (
+    AgentStepError,
+    DictActions,
+    Lifecycle,
+    Misbehaving,
+    Nested,
+    Raising,
+    Reference,
+    Reversed,
+    duo_class,
+    make_duo,
+)
 from pettingzoo.utils.conversions import aec_to_parallel
 
 import fastvec
@@ -521,3 +532,50 @@ def test_after_an_env_raised_the_others_agents_are_known():
 def test_dict_action_space_is_refused():
     with pytest.raises(TypeError, match=r"agent 'q' has action space Dict\('move'"):
         fastvec.make(DictActions, 1, num_workers=1)
+
+
+def test_sync_pool_send_of_some_envs_then_recv_rest():
+    """A sync pool takes a send of some envs (EnvPool's step of some envs) and recv_rest returns their rows in env
+    order, without env_id: the façade must know which envs they are (it took them for every env's: a shape error,
+    found by the multi-agent fuzzer), to know who is alive where."""
+    rng = np.random.default_rng(0)
+    with fastvec.make(Lifecycle, 3, seed=0, num_workers=1) as env:
+        env.reset()
+        for _ in range(2):  # envs 2 and 0 reach step 2, where c is born; env 1 stays at its reset
+            actions = sample_actions(env, rng, 2)
+            env.send(actions, [2, 0])
+            obs, rewards, *_, infos = env.recv_rest()
+            assert "env_id" not in infos and obs["a"][:, 0].tolist() == [obs["a"][0, 0]] * 2
+        assert infos["active"]["c"].tolist() == [True, True]
+        actions = sample_actions(env, rng, 3)
+        with pytest.raises(KeyError, match=r"agent 'c' is alive in env\(s\) \[0, 2\]"):
+            env.step({a: v for a, v in actions.items() if a != "c"})
+        obs, rewards, *_ = env.step(actions)
+        assert obs["a"][:, 0].tolist() == [3, 1, 3]
+    with fastvec.make("simple_spread_v3", 3, N=2, seed=0) as native:
+        native.reset()
+        native.send({a: np.zeros(1, np.int64) for a in native.possible_agents}, [1])
+        obs, rewards, *_ = native.recv_rest()
+        assert obs["agent_0"].shape == (1, 12) and rewards["agent_1"].shape == (1,)
+        native.step({a: np.zeros(3, np.int64) for a in native.possible_agents})
+
+
+def test_after_an_env_raised_an_env_the_time_limit_ended_has_no_agents():
+    """A sync step where env 1 raised drops the batch; env 0 stepped to the pool's time limit there, so its next step
+    is its autoreset and no agent needs an action in it. The envs' own answer (their acting agents) does not know
+    the pool's limit: the façade asked for c's action in env 0 (found by the multi-agent fuzzer)."""
+    rng = np.random.default_rng(0)
+    with fastvec.make(Raising, 2, max_episode_steps=3, seed=0, num_workers=1) as env:
+        env.reset()
+        for _ in range(2):  # c born at step 2
+            env.step(sample_actions(env, rng, 2))
+        actions = sample_actions(env, rng, 2)
+        actions["c"][1] = Raising.THROW
+        with pytest.raises(AgentStepError, match="agent 'c'") as info:
+            env.step(actions)
+        assert info.value.env_id == 1
+        env.reset(options={"env_id": [1]})
+        actions = sample_actions(env, rng, 2)
+        obs, rewards, *_, infos = env.step({a: actions[a] for a in ("a", "b")})  # c is alive nowhere
+        assert infos["active"]["a"].all() and not rewards["a"][0]  # env 0's autoreset row
+        assert obs["a"][:, 0].tolist() == [0, 1]

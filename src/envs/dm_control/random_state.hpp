@@ -30,6 +30,7 @@
 // checks each vector form against its scalar sequence here.
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -37,6 +38,8 @@ namespace fastvec::envs::dm_control {
 
 class RandomState {
  public:
+  static constexpr size_t kStateWords = 624;
+
   // np.random.RandomState(seed): init_genrand(seed), no cached gauss.
   explicit RandomState(uint32_t seed = 0) { this->seed(seed); }
 
@@ -47,6 +50,17 @@ class RandomState {
     pos_ = kN;
     has_gauss_ = false;
     gauss_ = 0.0;
+  }
+
+  // RandomState.set_state(("MT19937", key, pos, has_gauss, cached_gaussian)), which get_state() returns:
+  // the next word comes from key[pos] (pos == 624: regenerate first). Requires pos <= 624 (numpy does not
+  // check it; the caller does).
+  void set_state(std::span<const uint32_t, kStateWords> key, uint32_t pos, bool has_gauss = false,
+                 double gauss = 0.0) {
+    for (size_t i = 0; i < kN; ++i) key_[i] = key[i];
+    pos_ = pos;
+    has_gauss_ = has_gauss;
+    gauss_ = gauss;
   }
 
   // MT19937 genrand_int32 (the bit generator's next_uint32 and random_raw).
@@ -151,7 +165,7 @@ class RandomState {
   }
 
  private:
-  static constexpr uint32_t kN = 624, kM = 397;
+  static constexpr uint32_t kN = kStateWords, kM = 397;
   static constexpr uint32_t kMatrixA = 0x9908b0dfU, kUpperMask = 0x80000000U, kLowerMask = 0x7fffffffU;
 
   static uint64_t mask_covering(uint64_t max) {

@@ -20,12 +20,13 @@ inline std::atomic<void*> numpy_exp_data{nullptr};
 inline double numpy_exp(double x) {
   const NumpyLoop loop = numpy_exp_loop.load(std::memory_order_relaxed);
   if (loop == nullptr) return std::exp(x);
-  double out = 0;
-  char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&out)};
+  // In place, as np.exp(a, out=a): numpy 1.26's loop takes an output a few bytes past its input (two locals
+  // side by side) for an overlap and falls back to libm's exp, which numpy's own calls on arrays never do.
+  char* args[2] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x)};
   const intptr_t n = 1;
   const intptr_t steps[2] = {sizeof(double), sizeof(double)};
   loop(args, &n, steps, numpy_exp_data.load(std::memory_order_relaxed));
-  return out;
+  return x;
 }
 
 // simple_tag's and simple_world_comm's bound(x): a good agent's penalty for being x out on an axis (leaving the

@@ -372,6 +372,52 @@ def test_legacy_gym_api():
     env.close()
 
 
+@pytest.mark.parametrize("env_type", ["gymnasium", "gym", "dm"])
+@pytest.mark.parametrize("task_id", ["CartPole-v1", "Pong-v5"])
+def test_answers_what_envpools_envs_answer(task_id, env_type):
+    """Every public attribute and method of EnvPool 1.2.5's env, and len(), fastvec.envpool's env has too, with
+    the same answers where they do not depend on the run: len(env), is_vector_env, the dm env's reward and
+    discount specs (dm_env's defaults). Left out: xla() (issue 34: XLA custom calls, not made yet)."""
+    theirs = envpool_make(task_id, env_type, num_envs=3)
+    ours = fe.make(task_id, env_type=env_type, num_envs=3)
+    wanted = {n for n in dir(theirs) if not n.startswith("_")} - {"xla"}
+    assert wanted - set(dir(ours)) == set()
+    assert len(ours) == len(theirs) == 3
+    if env_type == "dm":
+        assert ours.reward_spec() == theirs.reward_spec() and ours.discount_spec() == theirs.discount_spec()
+    else:
+        assert ours.is_vector_env is theirs.is_vector_env is True
+    ours.close()
+    theirs.close()
+
+
+def test_legacy_spaces_are_gyms():
+    """With the gym package installed (a test dependency), fastvec.envpool.legacy's env_type="gym" pools have gym's
+    spaces, as EnvPool 0.6-0.8 had, with the bounds and dtypes of the gymnasium ones (which single_*_space keep);
+    EnvPool 1.2's API (fastvec.envpool, or legacy's env_type="gymnasium") keeps gymnasium's."""
+    import gym as gym_package  # the gym package, not gymnasium
+
+    for task_id, action_kind in [("CartPole-v1", "Discrete"), ("Pendulum-v1", "Box")]:
+        env = fe_legacy.make(task_id, env_type="gym", num_envs=2, seed=0)
+        assert isinstance(env.action_space, getattr(gym_package.spaces, action_kind))
+        assert isinstance(env.observation_space, gym_package.spaces.Box)
+        assert not isinstance(env.observation_space, gym.Space)
+        assert isinstance(env.single_action_space, getattr(gym.spaces, action_kind))
+        got, want = env.observation_space, env.single_observation_space
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.low, want.low)
+        np.testing.assert_array_equal(got.high, want.high)
+        if action_kind == "Discrete":
+            assert env.action_space.n == env.single_action_space.n == 2
+        else:
+            np.testing.assert_array_equal(env.action_space.high, env.single_action_space.high)
+        assert env.observation_space.contains(env.reset()[0])
+        env.close()
+    for env in (fe_legacy.make("CartPole-v1", env_type="gymnasium"), fe.make("CartPole-v1", env_type="gym")):
+        assert isinstance(env.action_space, gym.spaces.Discrete)
+        env.close()
+
+
 def test_gymnasium_wrappers_wrap_it():
     """Like EnvPool's, the env is a gymnasium.Env, so gymnasium.Wrapper subclasses (CleanRL's episode
     statistics wrapper) wrap it; CleanRL sets num_envs and the single spaces again to what they are."""

@@ -1,13 +1,15 @@
 """CleanRL-style scripts on fastvec.envpool: PPO loops written here in the shape of CleanRL's EnvPool scripts
-(``ppo_atari_envpool.py``: EnvPool's 0.6-0.8 gym API, an episode-statistics ``gymnasium.Wrapper`` that reads
-``info["reward"]``/``info["terminated"]``, ``envs.num_envs = ...`` and the single spaces set again), run with only
-the import changed, and the same loop in EnvPool 1.2's gymnasium form run unchanged on EnvPool and on fastvec."""
+(``ppo_atari_envpool.py``: ``import gym`` (0.26, what those scripts ran with), EnvPool's 0.6-0.8 gym API, an
+episode-statistics ``gym.Wrapper`` that probes the env for lives and reads ``info["reward"]``/``info["lives"]``,
+the assert that the action space is ``gym.spaces.Discrete``, ``envs.num_envs = ...`` and the single spaces set
+again), run with only the import changed, and the same loop in EnvPool 1.2's gymnasium form run unchanged on
+EnvPool and on fastvec."""
 
 from __future__ import annotations
 
 import warnings
 
-import gymnasium as gym
+import gym  # the gym package (0.26), as CleanRL's EnvPool scripts import it: not gymnasium
 import numpy as np
 import pytest
 
@@ -28,28 +30,28 @@ pytestmark = [
 
 
 class RecordEpisodeStatistics(gym.Wrapper):
-    """CleanRL's episode statistics for EnvPool's legacy gym API: returns of the unclipped reward, episodes
-    ended by a game over (info["terminated"]), not by a lost life."""
+    """CleanRL's episode statistics for EnvPool's legacy gym API: gym's Wrapper (which forwards other attributes,
+    as ``envs.single_observation_space``, to the env); returns of the unclipped reward (info["reward"]), summed over
+    the lives of a game when the env has lives (probed with a reset and a step, as CleanRL's does)."""
 
-    def __init__(self, env):
+    def __init__(self, env, deque_size=100):
         super().__init__(env)
         self.num_envs = getattr(env, "num_envs", 1)
-        self.episode_returns = np.zeros(self.num_envs, dtype=np.float32)
-        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
-        self.returned_episode_returns = np.zeros(self.num_envs, dtype=np.float32)
-        self.returned_episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
-
-    def __getattr__(self, name):
-        # gym's Wrapper (which CleanRL's scripts subclass) forwarded other attributes to the env, as
-        # envs.single_observation_space; gymnasium's does not.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.env, name)
+        self.episode_returns = None
+        self.episode_lengths = None
+        self.has_lives = False
+        env.reset()
+        info = env.step(np.zeros(self.num_envs, dtype=int))[-1]
+        if info["lives"].sum() > 0:
+            self.has_lives = True
 
     def reset(self, **kwargs):
         observations = super().reset(**kwargs)
-        self.episode_returns[:] = 0
-        self.episode_lengths[:] = 0
+        self.episode_returns = np.zeros(self.num_envs, dtype=np.float32)
+        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
+        self.lives = np.zeros(self.num_envs, dtype=np.int32)
+        self.returned_episode_returns = np.zeros(self.num_envs, dtype=np.float32)
+        self.returned_episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
         return observations
 
     def step(self, action):
@@ -58,8 +60,13 @@ class RecordEpisodeStatistics(gym.Wrapper):
         self.episode_lengths += 1
         self.returned_episode_returns[:] = self.episode_returns
         self.returned_episode_lengths[:] = self.episode_lengths
-        self.episode_returns *= 1 - infos["terminated"]
-        self.episode_lengths *= 1 - infos["terminated"]
+        all_lives_exhausted = infos["lives"] == 0
+        if self.has_lives:
+            self.episode_returns *= 1 - all_lives_exhausted
+            self.episode_lengths *= 1 - all_lives_exhausted
+        else:
+            self.episode_returns *= 1 - dones
+            self.episode_lengths *= 1 - dones
         infos["r"] = self.returned_episode_returns
         infos["l"] = self.returned_episode_lengths
         return observations, rewards, dones, infos

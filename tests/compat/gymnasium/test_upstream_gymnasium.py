@@ -637,7 +637,7 @@ def test_final_obs_info():
     obs, _, termination, _, info = env.step([3])
     assert obs == np.array([0]) and termination == np.array([True])
     assert info == {"action": 3, "_action": np.array([True])}
-    obs, _, termination, _, info = env.step([0])  # upstream steps with 4, outside Discrete(4): the autoreset step
+    obs, _, termination, _, info = env.step([4])  # (outside Discrete(4), as upstream: the autoreset step)
     assert obs == np.array([0]) and info["reset"] == np.array([True])
     env.close()
 

@@ -7,6 +7,8 @@ steps. PPO trains on simple_spread through fastvec's runner."""
 
 from __future__ import annotations
 
+import random
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -216,7 +218,13 @@ def test_configure_sets_fastvec_runner_and_policies():
 
 @pytest.mark.parametrize(
     ("env", "policies"),
-    [("pettingzoo", "shared"), ("pettingzoo", "per_agent"), ("native", "shared"), ("mpe2_id", "per_agent")],
+    [
+        ("pettingzoo", "shared"),
+        ("pettingzoo", "per_agent"),
+        ("native", "shared"),
+        ("native", "per_agent"),
+        ("mpe2_id", "per_agent"),
+    ],
 )
 def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policies):
     """Three agents of simple_spread, episodes of 7 steps, sample calls that cut episodes mid-way: the same chunks,
@@ -241,10 +249,146 @@ def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policie
         assert_same_chunks(a, b, ids)
     backend = type(fast.env.pool.backend).__name__
     assert backend == ("VectorEnv" if env == "native" else "PyVectorEnv")  # the native pool's façade, or the Python's
+    # The native pool's agents never come and go: sampled in columns; a Python env's through RLlib's loop.
+    assert (fast._fallback_reason is None) == (env == "native"), fast._fallback_reason
     modules = {sa.module_id for e in b for sa in e.agent_episodes.values()}
     assert modules == ({"shared"} if policies == "shared" else {"agent_0", "agent_1", "agent_2"})
     metrics = assert_same_metrics(stock, fast)
     assert metrics["num_episodes_lifetime"] > 5
+
+
+def sample_seeded(torch, runner, seed: int, **kwargs):
+    """``runner.sample(**kwargs)`` from torch and Python RNG seed ``seed``."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    return runner.sample(**kwargs)
+
+
+def random_module(agent_id, episode, **kwargs):
+    """A policy mapping drawing from Python's RNG, as RLlib's examples do: each call one draw."""
+    return random.choice(["p0", "p1"])
+
+
+@pytest.mark.parametrize("lookback", [0, 1, 3])
+def test_columns_match_rllibs_draw_for_draw(torch, runner_pair, lookback):
+    """The native pool sampled in columns beside RLlib's runner over mpe2's env: modules drawn at random per agent
+    and episode (the mapping called where RLlib calls it: at each reset and at each cut), calls as short as one step
+    per env (lookbacks padded as RLlib's cut pads them) or of none, inference calls, a call of whole episodes
+    (RLlib's loop, then a seeded reset, as RLlib's) and a metrics window shorter than the episodes of a call: the
+    same chunks, modules and metrics."""
+    config = ppo_config("simple_spread_v3", 3, lookback=lookback, max_cycles=4, policies={"p0", "p1"})
+    config.multi_agent(policy_mapping_fn=random_module).reporting(metrics_num_episodes_for_smoothing=4)
+    stock, fast = runner_pair(config)
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    modules, done = set(), 0
+    calls = [{"num_timesteps": 3}, {"num_timesteps": 20}, {"num_timesteps": 3, "explore": False}]
+    calls += [
+        {"num_episodes": 2},
+        {"num_timesteps": 7},
+        {"num_timesteps": 0},
+        {"num_timesteps": 40},
+        {"num_timesteps": 3},
+    ]
+    for call, kwargs in enumerate(calls):
+        a, b = [sample_seeded(torch, runner, call, **kwargs) for runner in (stock, fast)]
+        assert_same_chunks(a, b, ids)
+        modules |= {sa.module_id for e in b for sa in e.agent_episodes.values()}
+        done += sum(e.is_done for e in b)
+        assert_same_metrics_of(stock, fast, METRICS)  # (each key in both or in neither)
+    assert modules == {"p0", "p1"}
+    assert done > 10
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs"),
+    [
+        ("simple_spread_v3", {"continuous_actions": True}),
+        ("simple_adversary_v3", {}),
+        ("simple_speaker_listener_v4", {"continuous_actions": True}),
+    ],
+)
+def test_columns_match_rllibs_on_other_mpe_envs(torch, runner_pair, env, kwargs):
+    """Box actions (sampled from a Gaussian, unsquashed for the env, kept raw in the episodes) and agents of different
+    spaces (a module per kind of agent, batches of different shapes): the same chunks and metrics as RLlib's runner
+    over mpe2's env, exploring and not (with Discrete actions only: RLlib's runner fails to finish an episode whose
+    Box actions were drawn both ways, its action_logp having two shapes)."""
+    config = ppo_config(env, 3, lookback=1, max_cycles=6, **kwargs)
+    stock, fast = runner_pair(config)
+    assert fast._fallback_reason is None
+    ids: dict[str, str] = {}
+    for call, steps in enumerate((8, 20, 25)):
+        explore = call != 1 or bool(kwargs.get("continuous_actions"))
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=steps, explore=explore)
+        assert_same_chunks(a, b, ids)
+    assert_same_metrics(stock, fast)
+
+
+def test_columns_match_rllibs_counting_agent_steps(torch, runner_pair):
+    """``count_steps_by="agent_steps"``: a call samples until its agent steps reach ``num_timesteps``, as RLlib's."""
+    config = ppo_config("simple_spread_v3", 2, lookback=1, max_cycles=5, policies={"agent_0", "agent_1", "agent_2"})
+    config.multi_agent(count_steps_by="agent_steps")
+    stock, fast = runner_pair(config)
+    ids: dict[str, str] = {}
+    for call, steps in enumerate((7, 30, 13)):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
+        assert_same_chunks(a, b, ids)
+        assert steps <= sum(e.agent_steps() for e in b) < steps + 6
+    assert_same_metrics(stock, fast)
+
+
+def test_columns_random_actions(runner_pair):
+    """``random_actions=True`` in columns: each env's agents act from their action spaces, the episodes carry no
+    model outputs, and a model call after them continues the same episodes."""
+    config = ppo_config("simple_spread_v3", 3, lookback=1, max_cycles=6, continuous_actions=True)
+    _, fast = runner_pair(config)
+    episodes = fast.sample(num_timesteps=12, random_actions=True)
+    assert sum(e.env_steps() for e in episodes) == 12
+    space = fast.env.single_action_spaces["agent_0"]
+    for e in episodes:
+        e.validate()
+        for sa in e.agent_episodes.values():
+            assert sa.extra_model_outputs == {}
+            assert all(space.contains(x) for x in sa.actions.data)
+    ongoing = {e.id_ for e in episodes if not e.is_done}
+    later = fast.sample(num_timesteps=3)
+    assert ongoing & {e.id_ for e in later}
+    for e in later:
+        e.validate()
+
+
+def test_columns_refuse_an_agent_that_leaves():
+    """The columns hold pools whose agents never come and go; an agent without an observation mid-episode is a
+    broken promise, raised, not recorded."""
+    from fastvec.adapters._rllib_ma_columns import MultiAgentColumns
+
+    spaces = {a: gym.spaces.Box(-1.0, 1.0, (2,), np.float32) for a in ("a", "b")}
+    acts = {a: gym.spaces.Discrete(2) for a in ("a", "b")}
+    obs = {a: np.zeros((2, 2), np.float32) for a in ("a", "b")}
+    cols = MultiAgentColumns(["a", "b"], spaces, acts, lambda aid, ep, **kw: "shared", obs, {}, 0.0)
+    cols.begin(1)
+    flags = {a: np.zeros(2, bool) for a in ("a", "b")}
+    infos = {"active": {"a": np.array([True, True]), "b": np.array([True, False])}}
+    actions = {a: np.zeros(2, np.int64) for a in ("a", "b")}
+    rewards = {a: np.zeros(2) for a in ("a", "b")}
+    with pytest.raises(RuntimeError, match="come and go"):
+        cols.add(actions, {}, obs, rewards, flags, flags, infos, 1.0)
+
+
+def test_runner_falls_back_to_rllibs_loop_for_connectors_of_its_own(torch, runner_pair):
+    """A connector of the user's in the env-to-module pipeline: RLlib's loop runs it (the columns would not), with
+    the same chunks as RLlib's runner."""
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    config = ppo_config("simple_spread_v3", 2, lookback=1, max_cycles=5)
+    config.env_runners(env_to_module_connector=lambda env, spaces, device: FlattenObservations(multi_agent=True))
+    stock, fast = runner_pair(config)
+    assert "FlattenObservations" in fast._fallback_reason
+    ids: dict[str, str] = {}
+    for call, steps in enumerate((6, 11)):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=steps)
+        assert_same_chunks(a, b, ids)
+    assert_same_metrics(stock, fast)
 
 
 def test_runner_matches_rllibs_when_agents_end_early(torch, runner_pair):

@@ -10,9 +10,6 @@ Not ported, or changed, because they are about what fastvec does not claim or ca
 - ``test_render``: skipped upstream without an X server (``DISPLAY``), as on this machine; its ``rgb_array``
   part is kept in ``test_vecenv_custom_calls``'s render checks;
 - ``test_video_recorder``: needs moviepy, which is not installed (upstream skips it then);
-- ``test_vec_env_is_wrapped``: ``sb3_vec`` adds Monitor's ``episode`` info itself by default and then reports
-  ``Monitor`` for every env (documented in the README); the upstream assertion, each env's real wrappers, holds
-  with ``monitor=False``, which the port uses;
 - ``test_vecenv_custom_calls``'s reset options (``set_options``) are a test of their own, which fails (see its
   xfail reason).
 """
@@ -412,9 +409,8 @@ def test_framestack_vecenv():
 
 
 def test_vec_env_is_wrapped():
-    """test_vec_env_is_wrapped: each env's real wrappers (with ``monitor=False``; see the module docstring),
-    through VecFrameStack too."""
-    vec_env = subproc([box_env, monitored_box_env], monitor=False)
+    """test_vec_env_is_wrapped: each env's real wrappers, through VecFrameStack too."""
+    vec_env = subproc([box_env, monitored_box_env])
     assert vec_env.env_is_wrapped(Monitor) == [False, True]
     vec_env = VecFrameStack(vec_env, n_stack=2)
     assert vec_env.env_is_wrapped(Monitor) == [False, True]

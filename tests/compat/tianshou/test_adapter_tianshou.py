@@ -45,8 +45,9 @@ def test_protocol_attributes():
     assert all(s.shape == (4,) for s in envs.observation_space)
     assert envs.get_env_attr("action_space", 2) == [gym.spaces.Discrete(2)]
     assert envs.get_env_attr("render_mode", [0, 3]) == [None, None]
-    with pytest.raises(AttributeError, match="fastvec's native CartPole-v1 has no attribute 'gravity'"):
-        envs.get_env_attr("gravity")
+    assert envs.get_env_attr("gravity", [1]) == [9.8]  # gymnasium's CartPoleEnv's constant
+    with pytest.raises(AttributeError, match="fastvec's native CartPole-v1 has no attribute 'state'"):
+        envs.get_env_attr("state")
     with pytest.raises(AttributeError, match="cannot be set"):
         envs.set_env_attr("gravity", 1.0)
     assert envs.render() == [None] * 4  # (no render mode: a gymnasium env's render() is None)

@@ -1,7 +1,8 @@
-"""The native MPE envs as fastvec.make builds them: options, episode limits, refusals, numpy's exp."""
+"""The native MPE envs as fastvec.make builds them: options, episode limits, refusals, env calls, numpy's exp."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import gymnasium as gym
@@ -108,12 +109,17 @@ def test_episode_statistics_and_same_step_autoreset() -> None:
     assert infos["episode_return"][0] == pytest.approx(total)
 
 
+def reference(env_id: str, **kwargs: object) -> Any:
+    return importlib.import_module(f"mpe2.{env_id}").parallel_env(**kwargs)
+
+
 def reference_spread(**kwargs: object) -> Any:
     import mpe2.simple_spread_v3 as spread
 
     return spread.parallel_env(**kwargs)
 
 
+@pytest.mark.versions  # numpy's kernel, found in its ufunc object
 def test_numpy_exp_loop_is_numpys() -> None:
     """The loop handed to the MPE envs computes np.exp bit for bit (numpy's kernel on this CPU)."""
     loop = _numpy_loops.float64_loop(np.exp)
@@ -162,3 +168,63 @@ def test_async_rows_are_the_sync_envs_rows() -> None:
         steps[infos["env_id"]] += 1
         env.send(half, infos["env_id"])
     env.close()
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize("env_id", fastvec.registry.family_ids("mpe"))
+def test_env_calls_answer_as_mpe2s_parallel_env(env_id: str, continuous: bool) -> None:
+    """What mpe2's parallel env answers and is fixed when it is made, the native pool answers for each env; what
+    changes as it runs is a clear AttributeError; the options it was made with are answered besides."""
+    ref = reference(env_id, continuous_actions=continuous)
+    env = fastvec.make(env_id, 2, continuous_actions=continuous, max_cycles=7)
+    agents = ref.possible_agents
+    assert env.get_attr("possible_agents") == (agents, agents)
+    assert env.get_attr("max_num_agents") == (ref.max_num_agents,) * 2
+    for a in agents:
+        assert env.call("observation_space", a) == (ref.observation_space(a),) * 2
+        assert env.call("action_space", a) == (ref.action_space(a),) * 2
+    assert env.get_attr("observation_spaces") == ({a: ref.observation_space(a) for a in agents},) * 2
+    assert env.get_attr("action_spaces") == ({a: ref.action_space(a) for a in agents},) * 2
+    assert env.get_attr("state_space") == (ref.state_space,) * 2
+    assert env.get_attr("render_mode") == (ref.render_mode,) * 2
+    # mpe2's metadata, but no render modes: a native env draws nothing (render_mode must be None)
+    expected = {**ref.metadata, "render_modes": []}
+    assert env.get_attr("metadata") == (expected, expected) and env.metadata == expected
+    with pytest.raises(TypeError):  # a method, as get_attr calls it (gymnasium's call): mpe2's needs its agent too
+        env.get_attr("observation_space")
+    with pytest.raises(KeyError, match="agent 'zed' is not one of possible_agents"):
+        env.call("action_space", "zed")
+    for name in ("agents", "num_agents", "state"):
+        with pytest.raises(AttributeError, match=f"native {env_id} cannot answer '{name}': .*backend='python'"):
+            env.call(name)
+    assert env.get_attr("max_cycles") == (7, 7)  # (mpe2's parallel env has no attribute for its keywords)
+    env.reset(seed=0)
+    env.step({a: np.zeros((2, *env.action_space(a).shape), env.action_space(a).dtype) for a in agents})
+    env.close()
+
+
+def test_one_agent_env_ends_its_episode_in_same_step_mode() -> None:
+    """simple_v3 has one agent, whose per-agent info field comes as (B,), not (B, 1): same_step's final rows
+    failed to reshape it when an episode ended (found by the multi-agent fuzzer)."""
+    env = fastvec.make("simple_v3", 2, max_cycles=2, autoreset_mode="same_step", episode_stats=True)
+    ref = reference("simple_v3", max_cycles=2)
+    ref_obs, _ = ref.reset(seed=3)
+    env.reset(seed=3)
+    total = 0.0
+    for _ in range(2):
+        obs, rewards, _, truncations, infos = env.step({"agent_0": np.array([1, 2])})
+        ref_obs, ref_rewards, *_ = ref.step({"agent_0": 1})
+        assert rewards["agent_0"][0] == ref_rewards["agent_0"]
+        total += ref_rewards["agent_0"]
+    assert truncations["agent_0"].all() and infos["_final_obs"].all() and infos["final_active"]["agent_0"].all()
+    np.testing.assert_array_equal(infos["final_obs"]["agent_0"][0], ref_obs["agent_0"])
+    assert infos["episode_agent_returns"]["agent_0"][0] == total
+    np.testing.assert_array_equal(obs["agent_0"][0], ref.reset()[0]["agent_0"])  # the next episode's
+    async_env = fastvec.make("simple_v3", 2, batch_size=1, max_cycles=1, autoreset_mode="same_step")
+    async_env.async_reset(seed=0)
+    for _ in range(4):
+        *_, infos = async_env.recv()
+        async_env.send({"agent_0": np.zeros(1, np.int64)}, infos["env_id"])
+    assert infos["_final_obs"].all() and infos["final_obs"]["agent_0"].shape == (1, 4)
+    env.close()
+    async_env.close()
