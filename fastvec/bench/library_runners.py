@@ -111,15 +111,11 @@ def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
     import gymnasium as gym
 
     env: gym.vector.VectorEnv
-    if is_atari(env_id):
+    if is_atari(env_id) or is_dm_control(env_id):
         if mode == "vector_entry_point":
             raise NotAvailable("gymnasium has no vector implementation")
-        fns = [functools.partial(gym_atari_env, env_id)] * num_envs
-        env = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns, context="fork")
-    elif is_dm_control(env_id):
-        if mode == "vector_entry_point":
-            raise NotAvailable("gymnasium has no vector implementation")
-        fns = [shimmy_env_fn(env_id)] * num_envs
+        env_fn = functools.partial(gym_atari_env, env_id) if is_atari(env_id) else shimmy_env_fn(env_id)
+        fns = [env_fn] * num_envs
         env = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns, context="fork")
     else:
         gymnasium_env_only(env_id)
