@@ -17,6 +17,8 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --contention                       # the same with one core taken by a busy loop
     fastvec bench --multiagent                       # multi-agent envs: simple_spread_v3, rps_v2 at 8 64 256
     fastvec bench --multiagent --quick               # simple_spread_v3 at 8 64, 1 x 0.3 s
+    fastvec bench --dm-control                       # dm_control: walker-walk, cheetah-run, ... at 1 8 32
+    fastvec bench --dm-control --quick               # WalkerWalk-v1 at 1 8 32, 1 x 0.3 s, no memory probe
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from fastvec.bench import machine, measure, report
 from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.work import ATARI, is_atari, is_mujoco, is_multiagent
+from fastvec.bench.work import ATARI, DM_CONTROL_ENVS, is_atari, is_dm_control, is_mujoco, is_multiagent
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
@@ -47,6 +49,9 @@ QUICK_NUM_ENVS = (8, 256)
 MULTIAGENT_ENVS = ("simple_spread_v3", "rps_v2")
 MULTIAGENT_NUM_ENVS = (8, 64, 256)
 QUICK_MULTIAGENT_NUM_ENVS = (8, 64)
+# --dm-control: the suite's tasks the research trains on, those this fastvec registers (humanoid and quadruped may
+# not be), at MuJoCo's sizes. Not in the default run: each task adds its shimmy rows' processes and a memory probe.
+DM_CONTROL_TASKS = ("WalkerWalk-v1", "CheetahRun-v1", "HumanoidWalk-v1", "QuadrupedRun-v1")
 # The default run: one configuration per library (sweeps over threads take --contenders '*').
 DEFAULT_CONTENDERS = (
     "fastvec",
@@ -123,11 +128,17 @@ def make_parser() -> argparse.ArgumentParser:
         help=f"the multi-agent envs {' '.join(MULTIAGENT_ENVS)} (with --quick: {MULTIAGENT_ENVS[0]}) instead of "
         "the default envs, at num_envs " + " ".join(map(str, MULTIAGENT_NUM_ENVS)),
     )
+    envs.add_argument(
+        "--dm-control",
+        action="store_true",
+        help=f"the dm_control tasks {' '.join(DM_CONTROL_TASKS)} that this fastvec registers (with --quick: the "
+        "first) instead of the default envs, at num_envs " + " ".join(map(str, MUJOCO_NUM_ENVS)),
+    )
     p.add_argument(
         "--num-envs",
         type=int,
         nargs="+",
-        help="num_envs values (default: 1 8 256 4096; Atari and MuJoCo: 1 8 32; multi-agent: 8 64 256, "
+        help="num_envs values (default: 1 8 256 4096; Atari, MuJoCo and dm_control: 1 8 32; multi-agent: 8 64 256, "
         "with --quick 8 64)",
     )
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
@@ -184,6 +195,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     quick = args.quick
     if args.multiagent:
         args.envs = [MULTIAGENT_ENVS[0]] if quick else list(MULTIAGENT_ENVS)
+    if args.dm_control:
+        tasks = [t for t in DM_CONTROL_TASKS if t in DM_CONTROL_ENVS]
+        if not tasks:
+            p.error(f"--dm-control: this fastvec registers none of {', '.join(DM_CONTROL_TASKS)}")
+        args.envs = tasks[:1] if quick else tasks
     args.envs = args.envs or (["CartPole-v1"] if quick else list(DEFAULT_ENVS))
     args.sizes_given = args.num_envs is not None
     args.num_envs = args.num_envs or list(QUICK_NUM_ENVS if quick else DEFAULT_NUM_ENVS)
@@ -216,15 +232,15 @@ def contention_text(count: int) -> str:
 
 
 def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
-    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's and MuJoCo's are
-    shorter, the multi-agent envs' their own)."""
+    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's, MuJoCo's and
+    dm_control's are shorter, the multi-agent envs' their own)."""
     if args.sizes_given:
         return sorted(set(args.num_envs))
     if is_multiagent(env_id):
         return list(QUICK_MULTIAGENT_NUM_ENVS if args.quick else MULTIAGENT_NUM_ENVS)
     if is_atari(env_id):
         return list(ATARI_NUM_ENVS)
-    return list(MUJOCO_NUM_ENVS) if is_mujoco(env_id) else sorted(set(args.num_envs))
+    return list(MUJOCO_NUM_ENVS) if is_mujoco(env_id) or is_dm_control(env_id) else sorted(set(args.num_envs))
 
 
 def chosen_for(args: argparse.Namespace, env_id: str) -> list[Contender]:
@@ -294,6 +310,16 @@ def env_report(
             "timing; the episodes end on the env's own terminations and at its limit. fastvec, gymnasium and "
             "EnvPool reset an env on the step after its episode ended (next-step autoreset): that step steps no "
             "physics but counts; SB3 and the same-step rows reset within the step that ended it.",
+            "",
+        ]
+    if is_dm_control(env_id):
+        lines += [
+            f"dm_control: the suite's task {env_id} on every contender: fastvec and EnvPool step their own ports "
+            "(EnvPool 1.2.5's native dm_control), the Python rows dm_control.suite.load(domain, task) as shimmy "
+            "makes it a gymnasium env (each in a process of its own, so that the mujoco bindings never load where "
+            "fastvec is measured), with uniformly random actions within the action bounds, drawn before timing; "
+            "episodes end at the task's 1000-step limit. fastvec and EnvPool reset on the step after (next-step "
+            "autoreset), SB3 within the step.",
             "",
         ]
     if multiagent:

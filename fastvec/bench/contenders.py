@@ -18,7 +18,7 @@ from fastvec.bench.multiagent_runners import make_agilerl, make_fastvec_multiage
 from fastvec.bench.own_process import OwnProcessRunner, serve_runner
 from fastvec.bench.ray_runners import make_ray_actors, make_rllib
 from fastvec.bench.runners import Runner
-from fastvec.bench.work import is_mujoco, is_multiagent
+from fastvec.bench.work import is_dm_control, is_mujoco, is_multiagent
 
 
 @dataclass(frozen=True)
@@ -35,15 +35,19 @@ class Contender:
     ceiling: int = 0
     mujoco_bindings: bool = False  # makes gymnasium's envs in this process: a MuJoCo env loads the mujoco bindings
     multiagent: bool = False  # steps the multi-agent envs (in agent-steps), and only those
+    # How it steps the dm_control tasks: "native" (fastvec's or EnvPool's own port), "shimmy" (dm_control's Python
+    # env as shimmy makes it a gymnasium env, which loads the mujoco bindings where it is made), "" (not wired).
+    dm_control: str = ""
 
     def runs(self, env_id: str) -> bool:
-        """Whether this contender is a row of ``env_id``'s table (its group: multi-agent envs or the others)."""
-        return self.multiagent == is_multiagent(env_id)
+        """Whether this contender is a row of ``env_id``'s table (its group: multi-agent envs or the others; of a
+        dm_control task, those wired for it)."""
+        return self.multiagent == is_multiagent(env_id) and (bool(self.dm_control) or not is_dm_control(env_id))
 
     def build(self, env_id: str, num_envs: int) -> Runner:
         """``make``, in a process of its own where it would load the mujoco Python bindings into this one (see
         :class:`OwnProcessRunner`)."""
-        if self.mujoco_bindings and is_mujoco(env_id):
+        if (self.mujoco_bindings and is_mujoco(env_id)) or (self.dm_control == "shimmy" and is_dm_control(env_id)):
             return OwnProcessRunner(serve_contender, self.key, env_id, num_envs)
         return self.make(env_id, num_envs)
 
@@ -60,15 +64,34 @@ class Contender:
 
 
 CONTENDERS = [
-    Contender("fastvec", "fastvec sync (default threads)", "fastvec", lambda e, n: make_fastvec(e, n, None, False)),
-    Contender("fastvec-t1", "fastvec sync, num_threads=1", "fastvec", lambda e, n: make_fastvec(e, n, 1, False)),
-    Contender("fastvec-t2", "fastvec sync, num_threads=2", "fastvec", lambda e, n: make_fastvec(e, n, 2, False)),
+    Contender(
+        "fastvec",
+        "fastvec sync (default threads)",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, None, False),
+        dm_control="native",
+    ),
+    Contender(
+        "fastvec-t1",
+        "fastvec sync, num_threads=1",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, 1, False),
+        dm_control="native",
+    ),
+    Contender(
+        "fastvec-t2",
+        "fastvec sync, num_threads=2",
+        "fastvec",
+        lambda e, n: make_fastvec(e, n, 2, False),
+        dm_control="native",
+    ),
     Contender(
         "fastvec-async",
         "fastvec async (default threads)",
         "fastvec",
         lambda e, n: make_fastvec(e, n, None, True),
         needs_batch=True,
+        dm_control="native",
     ),
     Contender(
         "fastvec-async-t1",
@@ -76,6 +99,7 @@ CONTENDERS = [
         "fastvec",
         lambda e, n: make_fastvec(e, n, 1, True),
         needs_batch=True,
+        dm_control="native",
     ),
     Contender(
         "fastvec-async-t2",
@@ -83,6 +107,7 @@ CONTENDERS = [
         "fastvec",
         lambda e, n: make_fastvec(e, n, 2, True),
         needs_batch=True,
+        dm_control="native",
     ),
     *(
         Contender(
@@ -91,22 +116,31 @@ CONTENDERS = [
             "fastvec",
             functools.partial(make_fastvec, num_threads=t, asynchronous=a, autoreset_mode="same_step"),
             needs_batch=a,
+            dm_control="native",
         )
         for a in (False, True)
         for t in (1, 2)
     ),
-    Contender("fastvec-python", "fastvec Python-env pool (gymnasium's env)", "fastvec", make_fastvec_python),
+    Contender(
+        "fastvec-python",
+        "fastvec Python-env pool (gymnasium's env)",
+        "fastvec",
+        make_fastvec_python,
+        dm_control="shimmy",
+    ),
     Contender(
         "fastvec-python-t1",
         "fastvec Python-env pool (gymnasium's env), 1 worker",
         "fastvec",
         lambda e, n: make_fastvec_python(e, n, 1),
+        dm_control="shimmy",
     ),
     Contender(
         "fastvec-python-t2",
         "fastvec Python-env pool (gymnasium's env), 2 workers",
         "fastvec",
         lambda e, n: make_fastvec_python(e, n, 2),
+        dm_control="shimmy",
     ),
     Contender(
         "gym-numpy",
@@ -120,6 +154,7 @@ CONTENDERS = [
         "gymnasium",
         lambda e, n: make_gymnasium(e, n, "sync"),
         mujoco_bindings=True,
+        dm_control="shimmy",
     ),
     Contender(
         "gym-async",
@@ -128,6 +163,7 @@ CONTENDERS = [
         lambda e, n: make_gymnasium(e, n, "async"),
         uses_processes=True,
         mujoco_bindings=True,  # it makes one env in this process, for its spaces
+        dm_control="shimmy",
     ),
     Contender(
         "sb3-dummy",
@@ -135,9 +171,15 @@ CONTENDERS = [
         "stable_baselines3",
         lambda e, n: make_sb3(e, n, False),
         mujoco_bindings=True,
+        dm_control="shimmy",
     ),
     Contender(
-        "sb3-subproc", "SB3 SubprocVecEnv", "stable_baselines3", lambda e, n: make_sb3(e, n, True), uses_processes=True
+        "sb3-subproc",
+        "SB3 SubprocVecEnv",
+        "stable_baselines3",
+        lambda e, n: make_sb3(e, n, True),
+        uses_processes=True,
+        dm_control="shimmy",
     ),
     Contender(
         "fastvec-envpool",
@@ -152,14 +194,27 @@ CONTENDERS = [
         lambda e, n: make_fastvec_envpool(e, n, True),
         needs_batch=True,
     ),
-    Contender("envpool-t1", "EnvPool sync, num_threads=1", "envpool", lambda e, n: make_envpool(e, n, 1, False)),
-    Contender("envpool-t2", "EnvPool sync, num_threads=2", "envpool", lambda e, n: make_envpool(e, n, 2, False)),
+    Contender(
+        "envpool-t1",
+        "EnvPool sync, num_threads=1",
+        "envpool",
+        lambda e, n: make_envpool(e, n, 1, False),
+        dm_control="native",
+    ),
+    Contender(
+        "envpool-t2",
+        "EnvPool sync, num_threads=2",
+        "envpool",
+        lambda e, n: make_envpool(e, n, 2, False),
+        dm_control="native",
+    ),
     Contender(
         "envpool-async-t1",
         "EnvPool async, num_threads=1",
         "envpool",
         lambda e, n: make_envpool(e, n, 1, True),
         needs_batch=True,
+        dm_control="native",
     ),
     Contender(
         "envpool-async-t2",
@@ -167,6 +222,7 @@ CONTENDERS = [
         "envpool",
         lambda e, n: make_envpool(e, n, 2, True),
         needs_batch=True,
+        dm_control="native",
     ),
     Contender(
         "ray-actors", "Ray, one actor per env (ray.get)", "ray", make_ray_actors, uses_processes=True, max_envs=32
@@ -272,13 +328,21 @@ CONTENDERS = [
         max_envs=256,
         multiagent=True,
     ),
-    Contender("ceiling", "ceiling: 1 fastvec env in a C++ loop, 1 thread", "fastvec", make_ceiling, ceiling=1),
+    Contender(
+        "ceiling",
+        "ceiling: 1 fastvec env in a C++ loop, 1 thread",
+        "fastvec",
+        make_ceiling,
+        ceiling=1,
+        dm_control="native",
+    ),
     Contender(
         "ceiling-same-step",
         "ceiling, same-step resets: 1 fastvec env in a C++ loop, 1 thread",
         "fastvec",
         lambda e, n: make_ceiling(e, n, 1, next_step=False),
         ceiling=1,
+        dm_control="native",
     ),
     Contender(
         "ceiling-t2",
@@ -286,6 +350,7 @@ CONTENDERS = [
         "fastvec",
         lambda e, n: make_ceiling(e, n, 2),
         ceiling=2,
+        dm_control="native",
     ),
 ]
 

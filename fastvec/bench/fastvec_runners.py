@@ -3,6 +3,7 @@ gymnasium's env, and fastvec.envpool's front door over the native pool."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,9 @@ from fastvec.bench.work import (
     discrete_actions,
     gymnasium_env_only,
     is_atari,
+    is_dm_control,
     is_mujoco,
+    shimmy_env_fn,
 )
 
 
@@ -35,21 +38,29 @@ def make_fastvec(
 
 
 def make_fastvec_python(env_id: str, num_envs: int, num_workers: int | None = None) -> Runner:
-    """The Python-env pool (worker processes, shared memory) stepping gymnasium's own env; ``num_workers``
-    worker processes, its ``num_threads`` (None: its default, one fewer than the cores), at most one per env."""
-    gymnasium_env_only(env_id)
+    """The Python-env pool (worker processes, shared memory) stepping gymnasium's own env (a dm_control task: as
+    shimmy makes it); ``num_workers`` worker processes, its ``num_threads`` (None: its default, one fewer than the
+    cores), at most one per env."""
     if num_workers is not None and num_workers > num_envs:
         raise NotAvailable("n/a (more workers than envs)")
+    if is_dm_control(env_id):
+        env_fn = shimmy_env_fn(env_id)
+        return _fastvec_runner(env_id, num_envs, False, make_from=env_fn, backend="python", num_threads=num_workers)
+    gymnasium_env_only(env_id)
     return _fastvec_runner(env_id, num_envs, False, backend="python", num_threads=num_workers)
 
 
-def _fastvec_runner(env_id: str, num_envs: int, asynchronous: bool, **kwargs: Any) -> Runner:
+def _fastvec_runner(
+    env_id: str, num_envs: int, asynchronous: bool, make_from: Callable[[], Any] | None = None, **kwargs: Any
+) -> Runner:
+    """fastvec.make of ``env_id`` (or of the env constructor ``make_from``), stepped with ``env_id``'s actions."""
     import fastvec
 
+    what = env_id if make_from is None else make_from
     if asynchronous:
-        env = fastvec.make(env_id, num_envs, batch_size=num_envs // 2, seed=0, **kwargs)
+        env = fastvec.make(what, num_envs, batch_size=num_envs // 2, seed=0, **kwargs)
         return AsyncRunner(env, actions_for(env_id, env.single_action_space, num_envs, np.int64), num_envs // 2)
-    env = fastvec.make(env_id, num_envs, seed=0, **kwargs)
+    env = fastvec.make(what, num_envs, seed=0, **kwargs)
     env.reset()
     actions = actions_for(env_id, env.single_action_space, num_envs, np.int64)
     return SyncRunner(env, env.step, actions, num_envs, env.close)

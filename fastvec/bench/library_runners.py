@@ -1,5 +1,5 @@
 """The vector envs of the libraries fastvec is compared with: EnvPool, ale-py's AtariVectorEnv, gymnasium's
-vector envs and SB3's VecEnvs, each doing the same work (:mod:`fastvec.bench.work`)."""
+vector envs and SB3's VecEnvs (over shimmy for dm_control), each doing the same work (:mod:`fastvec.bench.work`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from fastvec.bench.work import (
     gym_atari_kwargs,
     gymnasium_env_only,
     is_atari,
+    is_dm_control,
     is_mujoco,
+    shimmy_env_fn,
 )
 
 
@@ -39,6 +41,8 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
         import gymnasium as gym
 
         kwargs["max_episode_steps"] = gym.spec(env_id).max_episode_steps
+    elif is_dm_control(env_id):
+        pass  # EnvPool's own dm_control port; its defaults are the suite's (1000 steps, no early termination)
     else:
         classic_only(env_id)
     if asynchronous:
@@ -107,10 +111,11 @@ def make_gymnasium(env_id: str, num_envs: int, mode: str) -> Runner:
     import gymnasium as gym
 
     env: gym.vector.VectorEnv
-    if is_atari(env_id):
+    if is_atari(env_id) or is_dm_control(env_id):
         if mode == "vector_entry_point":
             raise NotAvailable("gymnasium has no vector implementation")
-        fns = [functools.partial(gym_atari_env, env_id)] * num_envs
+        env_fn = functools.partial(gym_atari_env, env_id) if is_atari(env_id) else shimmy_env_fn(env_id)
+        fns = [env_fn] * num_envs
         env = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns, context="fork")
     else:
         gymnasium_env_only(env_id)
@@ -147,6 +152,14 @@ def make_sb3(env_id: str, num_envs: int, subprocess: bool) -> Runner:
             },
         )
         env = VecFrameStack(env, n_stack=ATARI["stack_num"])
+    elif is_dm_control(env_id):
+        env = make_vec_env(
+            shimmy_env_fn(env_id),
+            n_envs=num_envs,
+            seed=0,
+            vec_env_cls=cls,
+            vec_env_kwargs=cls_kwargs or None,
+        )
     else:
         gymnasium_env_only(env_id)
         env = make_vec_env(env_id, n_envs=num_envs, seed=0, vec_env_cls=cls, vec_env_kwargs=cls_kwargs or None)

@@ -16,10 +16,11 @@ from typing import Any
 
 BUSY_OTHER_SHARE = 0.15  # share of the CPUs that other processes used, above which a measurement is "busy"
 IDLE_PROBE_SECONDS = 1.0  # how long to watch the machine before starting
-# (pettingzoo and after: the multi-agent envs' rows)
+# (pettingzoo and after: the multi-agent envs' rows; dm-control and shimmy: the dm_control tasks')
 VERSIONS_OF = (
-    "fastvec numpy gymnasium ale-py stable-baselines3 envpool torch ray pettingzoo mpe2 supersuit agilerl".split()
-)
+    "fastvec numpy gymnasium ale-py stable-baselines3 envpool torch ray pettingzoo mpe2 supersuit agilerl "
+    "dm-control shimmy"
+).split()
 
 
 def cpu_model() -> str:

@@ -1,10 +1,13 @@
 """The work every contender does, so that their rows compare: which envs (classic control, gymnasium's MuJoCo v5,
-Atari, multi-agent PettingZoo envs), Atari's settings, and the uniformly random actions each draws before timing."""
+Atari, the DeepMind Control Suite, multi-agent PettingZoo envs), Atari's settings, and the uniformly random actions
+each draws before timing."""
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +44,11 @@ NUM_ACTION_ROWS = 64  # pre-drawn action arrays, cycled through
 # the PettingZoo parallel env as its module makes it (default options: MPE's max_cycles=25, discrete actions).
 MPE_ENVS = family_ids("mpe")
 PETTINGZOO_ONLY_ENVS = {"rps_v2": "pettingzoo.classic.rps_v2"}
+# The DeepMind Control Suite's tasks under EnvPool's ids (WalkerWalk-v1), those this fastvec registers: fastvec
+# steps them natively, EnvPool 1.2.5 natively too (its own dm_control port), and the Python rows step
+# dm_control.suite.load(domain, task) as shimmy makes it a gymnasium env (dm_control/walker-walk-v0), each with
+# uniformly random actions within its bounds; episodes end at the task's 1000-step limit (none terminates early).
+DM_CONTROL_ENVS = family_ids("dm_control")
 
 
 def is_mujoco(env_id: str) -> bool:
@@ -49,6 +57,15 @@ def is_mujoco(env_id: str) -> bool:
 
 def is_atari(env_id: str) -> bool:
     return env_id not in CLASSIC_ENVS and not is_mujoco(env_id) and env_id.endswith("-v5")
+
+
+def is_dm_control(env_id: str) -> bool:
+    return env_id in DM_CONTROL_ENVS
+
+
+def is_continuous(env_id: str) -> bool:
+    """Whether ``env_id``'s actions are a Box (MuJoCo, dm_control), drawn by :func:`actions_for` within it."""
+    return is_mujoco(env_id) or is_dm_control(env_id)
 
 
 def is_multiagent(env_id: str) -> bool:
@@ -67,6 +84,50 @@ def parallel_env_fn(env_id: str) -> Callable[[], Any]:
     if not is_multiagent(env_id):
         raise NotAvailable("multi-agent envs only")
     return functools.partial(parallel_env, env_id)
+
+
+def dm_control_task(env_id: str) -> tuple[str, str]:
+    """The suite's (domain, task) of an EnvPool-style dm_control id: the pair of ``dm_control.suite.ALL_TASKS``
+    whose parts, each capitalized and joined, spell it (``BallInCupCatch-v1``: ball_in_cup, catch;
+    ``HumanoidCMUStand-v1``: humanoid_CMU, stand). Imports dm_control (and the mujoco bindings)."""
+    _without_renderer()
+    from dm_control import suite
+
+    def camel(name: str) -> str:
+        return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+    name = env_id.removesuffix("-v1")
+    for domain, task in suite.ALL_TASKS:
+        if camel(domain) + camel(task) == name:
+            return domain, task
+    raise NotAvailable("not a dm_control suite task")
+
+
+def _without_renderer() -> None:
+    """Before dm_control is imported: the bench never renders, and dm_control would probe GLFW for a renderer (a
+    warning without a display). A MUJOCO_GL the user set is kept."""
+    os.environ.setdefault("MUJOCO_GL", "disable")
+
+
+def shimmy_env_fn(env_id: str) -> Callable[[], Any]:
+    """A picklable constructor of :func:`shimmy_env`; NotAvailable if shimmy is missing (the row says so)."""
+    if importlib.util.find_spec("shimmy") is None:
+        raise NotAvailable("not installed (shimmy)")
+    return functools.partial(shimmy_env, env_id)
+
+
+def shimmy_env(env_id: str) -> Any:
+    """The gymnasium env shimmy makes of the dm_control task ``env_id``
+    (``gymnasium.make("dm_control/walker-walk-v0")``), the way a user steps the suite in a Python vector env;
+    module-level, so that worker processes can build it."""
+    import gymnasium as gym
+
+    _without_renderer()
+    import shimmy
+
+    gym.register_envs(shimmy)
+    domain, task = dm_control_task(env_id)
+    return gym.make(f"dm_control/{domain}-{task}-v0")
 
 
 def classic_only(env_id: str) -> None:
@@ -118,9 +179,9 @@ def _box_actions(space: Any, num_envs: int) -> np.ndarray:
 
 
 def actions_for(env_id: str, space: Any, num_envs: int, discrete: type) -> np.ndarray:
-    """A contender's actions: within its Box (in the Box's dtype) for MuJoCo, else :func:`discrete_actions` in
-    ``discrete``."""
-    return _box_actions(space, num_envs) if is_mujoco(env_id) else discrete_actions(num_envs, discrete, env_id)
+    """A contender's actions: within its Box (in the Box's dtype) for MuJoCo and dm_control, else
+    :func:`discrete_actions` in ``discrete``."""
+    return _box_actions(space, num_envs) if is_continuous(env_id) else discrete_actions(num_envs, discrete, env_id)
 
 
 def multiagent_actions(spaces: dict[str, Any], num_envs: int) -> list[dict[str, np.ndarray]]:

@@ -497,6 +497,120 @@ def test_multiagent_actions_are_the_same_draws_for_every_contender():
     assert len({int(x) for row in rows for x in row["a"]}) == 5
 
 
+@pytest.mark.slow
+@pytest.mark.mujoco
+def test_bench_runs_dm_control_against_envpool_shimmy_and_the_ceiling(tmp_path):
+    """A dm_control task: fastvec's and EnvPool's native ports, the Python rows over shimmy (each in a process of
+    its own), the ceiling and memory; the rows not wired for dm_control are not in its table."""
+    out = tmp_path / "results"
+    rows = ["fastvec", "fastvec-python", "sb3-subproc", "envpool-t1", "ceiling", "gym-numpy", "rllib-default"]
+    run = fastvec_cli(
+        "bench",
+        "--envs",
+        "WalkerWalk-v1",
+        "CartPole-v1",
+        "--num-envs",
+        "2",
+        "--seconds",
+        "0.05",
+        "--reps",
+        "1",
+        "--contenders",
+        *rows,
+        "--memory",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    table = run.stdout
+    assert "dm_control: the suite's task WalkerWalk-v1 on every contender" in table
+    assert "| ceiling x min(num_envs, " in table and "| x SB3 SubprocVecEnv |" in table
+    assert "GLFWError" not in run.stderr  # dm_control is imported with no renderer to probe
+    doc = json.loads((out / "results.json").read_text())
+    cells = doc["envs"]["WalkerWalk-v1"]["results"]["2"]
+    assert set(cells) == {"fastvec", "fastvec-python", "sb3-subproc", "envpool-t1", "ceiling"}
+    for key in ("fastvec", "fastvec-python", "sb3-subproc", "ceiling"):
+        assert cells[key]["status"] == "ok" and cells[key]["median_steps_per_s"] > 0, key
+    assert cells["envpool-t1"]["status"] == _status_if_installed("envpool")
+    assert {"gym-numpy", "rllib-default"} <= set(doc["envs"]["CartPole-v1"]["results"]["2"])
+    memory = doc["envs"]["WalkerWalk-v1"]["peak_memory_mib"]
+    for key in ("fastvec", "fastvec-python", "sb3-subproc"):
+        assert memory[key]["status"] == "ok" and memory[key]["mib"] > 1, key
+    assert "ceiling" not in memory
+    assert "shimmy" in doc["machine"]["versions"] and "dm-control" in doc["machine"]["versions"]
+
+
+@pytest.mark.slow
+@pytest.mark.mujoco
+def test_bench_never_loads_the_mujoco_bindings_where_it_measures_dm_control(tmp_path):
+    """shimmy's dm_control envs import the mujoco bindings (and with them MuJoCo's timer callback, which slows
+    fastvec's MuJoCo envs in that process): the shimmy rows step in processes of their own, where the same actions
+    are drawn within their Box; fastvec's native rows and the ceiling step in this one."""
+    code = """
+import sys
+from fastvec.bench import contenders
+for key in ("fastvec", "fastvec-python", "gym-sync", "sb3-dummy", "sb3-subproc", "ceiling"):
+    runner = contenders.contender(key).build("CheetahRun-v1", 2)
+    runner.warm_up(0.02)
+    assert runner.timed(0.05)["steps_per_s"] > 0, key
+    assert runner.steps_per_call == (1 if key == "ceiling" else 2), key  # the ceiling: one env in its loop
+    runner.close()
+print("mujoco" in sys.modules, "dm_control" in sys.modules)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "False"]
+
+
+def test_bench_dm_control_option_sizes_and_rows():
+    """--dm-control runs the registered ones of the issue's four tasks at 1 8 32, with only the rows wired for
+    dm_control; the default run runs none of them."""
+    from fastvec.bench import cli, work
+
+    args = cli.parse_args(["--dm-control"])
+    registered = [t for t in cli.DM_CONTROL_TASKS if t in work.DM_CONTROL_ENVS]
+    assert args.envs == registered and {"WalkerWalk-v1", "CheetahRun-v1"} <= set(registered)
+    assert cli.sizes_of(args, "WalkerWalk-v1") == [1, 8, 32]
+    keys = {c.key for c in cli.chosen_for(args, "WalkerWalk-v1")}
+    assert {"fastvec", "fastvec-python", "sb3-subproc", "envpool-t1", "ceiling"} <= keys
+    assert not keys & {"gym-numpy", "fastvec-envpool", "ray-actors", "rllib-default", "ale-py", "ma-fastvec"}
+    assert cli.parse_args(["--dm-control", "--quick"]).envs == registered[:1]
+    assert not set(cli.parse_args([]).envs) & set(work.DM_CONTROL_ENVS)
+    assert cli.sizes_of(cli.parse_args(["--envs", "CheetahRun-v1", "--num-envs", "4"]), "CheetahRun-v1") == [4]
+    assert work.is_dm_control("CheetahRun-v1") and not work.is_mujoco("CheetahRun-v1")
+    assert not work.is_atari("CheetahRun-v1") and not work.is_multiagent("CheetahRun-v1")
+
+
+def test_dm_control_ids_name_the_suites_domain_and_task(tmp_path):
+    """EnvPool's ids spell dm_control's (domain, task): every registered id is a suite task, and so are the
+    irregular ones (a capitalized domain, digits)."""
+    code = """
+import json
+from fastvec.bench import work
+pairs = [work.dm_control_task(e) for e in work.DM_CONTROL_ENVS]
+pairs += [work.dm_control_task(e) for e in ("HumanoidCMUStand-v1", "LqrLqr21-v1", "BallInCupCatch-v1")]
+try:
+    work.dm_control_task("WalkerFly-v1")
+except work.NotAvailable as e:
+    pairs.append(str(e))
+print(json.dumps(pairs))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    pairs = [tuple(p) if isinstance(p, list) else p for p in json.loads(run.stdout)]
+    from fastvec.bench import work
+
+    assert len(pairs) == len(work.DM_CONTROL_ENVS) + 4
+    assert ("walker", "walk") in pairs and ("cheetah", "run") in pairs
+    assert pairs[-4:] == [
+        ("humanoid_CMU", "stand"),
+        ("lqr", "lqr_2_1"),
+        ("ball_in_cup", "catch"),
+        "not a dm_control suite task",
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -507,6 +621,7 @@ def test_multiagent_actions_are_the_same_draws_for_every_contender():
         (["bench", "--num-envs", "x"], "invalid int value"),
         (["benchmark"], "unknown command 'benchmark'"),
         (["bench", "--multiagent", "--envs", "CartPole-v1"], "not allowed with argument"),
+        (["bench", "--dm-control", "--multiagent"], "not allowed with argument"),
         (
             ["bench", "--envs", "simple_spread_v3", "--contenders", "fastvec"],
             "no chosen contender steps the multi-agent env simple_spread_v3; its contenders are: ma-fastvec,",
