@@ -18,6 +18,8 @@
 #include "envs/dm_control/lqr.hpp"
 #include "envs/dm_control/manipulator.hpp"
 #include "envs/dm_control/stacker.hpp"
+// reacher, finger, point_mass hard, cartpole's poles
+#include "envs/dm_control/reacher.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -70,6 +72,9 @@ const EnvFamily dm_control([] {
   add_task<DMC(manipulator::Bring<true, true>)>("ManipulatorInsertPeg-v1");
   add_task<DMC(stacker::Stack<2>)>("StackerStack2-v1");
   add_task<DMC(stacker::Stack<4>)>("StackerStack4-v1");
+  // reacher, finger, point_mass hard, cartpole's poles
+  add_task<DMC(reacher::Reacher<false>)>("ReacherEasy-v1");
+  add_task<DMC(reacher::Reacher<true>)>("ReacherHard-v1");
 });
 
 }  // namespace

@@ -56,6 +56,8 @@ TASKS = {
     "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
     "StackerStack2-v1": ("stacker", "stack_2"),
     "StackerStack4-v1": ("stacker", "stack_4"),
+    "ReacherEasy-v1": ("reacher", "easy"),
+    "ReacherHard-v1": ("reacher", "hard"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
