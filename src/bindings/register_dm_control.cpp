@@ -19,6 +19,7 @@
 #include "envs/dm_control/manipulator.hpp"
 #include "envs/dm_control/stacker.hpp"
 // reacher, finger, point_mass hard, cartpole's poles
+#include "envs/dm_control/finger.hpp"
 #include "envs/dm_control/reacher.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
@@ -75,6 +76,9 @@ const EnvFamily dm_control([] {
   // reacher, finger, point_mass hard, cartpole's poles
   add_task<DMC(reacher::Reacher<false>)>("ReacherEasy-v1");
   add_task<DMC(reacher::Reacher<true>)>("ReacherHard-v1");
+  add_task<DMC(finger::Finger<false>)>("FingerSpin-v1");
+  add_task<DMC(finger::Finger<true, .07>)>("FingerTurnEasy-v1");
+  add_task<DMC(finger::Finger<true, .03>)>("FingerTurnHard-v1");
 });
 
 }  // namespace

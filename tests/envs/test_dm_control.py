@@ -58,6 +58,9 @@ TASKS = {
     "StackerStack4-v1": ("stacker", "stack_4"),
     "ReacherEasy-v1": ("reacher", "easy"),
     "ReacherHard-v1": ("reacher", "hard"),
+    "FingerSpin-v1": ("finger", "spin"),
+    "FingerTurnEasy-v1": ("finger", "turn_easy"),
+    "FingerTurnHard-v1": ("finger", "turn_hard"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
