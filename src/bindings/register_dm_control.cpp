@@ -79,6 +79,7 @@ const EnvFamily dm_control([] {
   add_task<DMC(finger::Finger<false>)>("FingerSpin-v1");
   add_task<DMC(finger::Finger<true, .07>)>("FingerTurnEasy-v1");
   add_task<DMC(finger::Finger<true, .03>)>("FingerTurnHard-v1");
+  add_task<DMC(point_mass::Hard)>("PointMassHard-v1");
 });
 
 }  // namespace

@@ -61,6 +61,7 @@ TASKS = {
     "FingerSpin-v1": ("finger", "spin"),
     "FingerTurnEasy-v1": ("finger", "turn_easy"),
     "FingerTurnHard-v1": ("finger", "turn_hard"),
+    "PointMassHard-v1": ("point_mass", "hard"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
