@@ -80,6 +80,8 @@ const EnvFamily dm_control([] {
   add_task<DMC(finger::Finger<true, .07>)>("FingerTurnEasy-v1");
   add_task<DMC(finger::Finger<true, .03>)>("FingerTurnHard-v1");
   add_task<DMC(point_mass::Hard)>("PointMassHard-v1");
+  add_task<DMC(cartpole::Balance<true, false, 2>)>("CartpoleTwoPoles-v1");
+  add_task<DMC(cartpole::Balance<true, false, 3>)>("CartpoleThreePoles-v1");
 });
 
 }  // namespace
