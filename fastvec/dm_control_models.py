@@ -5,11 +5,11 @@ model files.
 An ``xml_file`` of a dm_control env is found as :func:`fastvec.mujoco_models.model_path` finds one, but a bare
 name is looked up in dm_control's suite (``"cartpole.xml"``).
 
-Some domains build their model in Python from a suite file (swimmer's ``n`` links, quadruped's arena per task,
-manipulator's props, stacker's boxes, lqr's chain). Their bare names (``"swimmer6.xml"``, ...: :data:`GENERATED`)
-are made here the way the suite's own functions make them, with the standard library's ElementTree instead of
-lxml, and written once to a cache directory (the file named by a hash of its text) with the suite's ``common``
-includes as absolute paths.
+Some domains build their model in Python from a suite file (cartpole's poles, swimmer's ``n`` links, quadruped's arena
+per task, manipulator's props, stacker's boxes, lqr's chain). Their bare names (``"swimmer6.xml"``, ...:
+:data:`GENERATED`) are made here the way the suite's own functions make them, with the standard library's ElementTree
+instead of lxml, and written once to a cache directory (the file named by a hash of its text) with the suite's
+``common`` includes as absolute paths.
 """
 
 from __future__ import annotations
@@ -81,6 +81,27 @@ def swimmer(n_bodies: int) -> ET.Element:
     for cam in mjcf.findall("./worldbody/body/camera"):
         if cam.get("mode") == "trackcom":
             cam.set("pos", " ".join(str(float(dim) * scale) for dim in cam.get("pos", "").split(" ")))
+    return mjcf
+
+
+def cartpole(n_poles: int) -> ET.Element:
+    """cartpole.py's _make_model(n_poles): a chain of n_poles poles, each hinged 1 above the last; the floor
+    lowered under them and the two cameras moved out."""
+    mjcf = _read("cartpole.xml")
+    parent = mjcf.find("./worldbody/body/body")  # the first pole
+    assert parent is not None
+    for pole_index in range(2, n_poles + 1):
+        child = ET.Element("body", name=f"pole_{pole_index}", pos="0 0 1", childclass="pole")
+        ET.SubElement(child, "joint", name=f"hinge_{pole_index}")
+        ET.SubElement(child, "geom", name=f"pole_{pole_index}")
+        parent.append(child)
+        parent = child
+    floor = mjcf.find("./worldbody/geom")
+    assert floor is not None
+    floor.set("pos", f"0 0 {1 - n_poles - 0.05}")
+    cameras = mjcf.findall("./worldbody/camera")
+    cameras[0].set("pos", f"0 {-1 - 2 * n_poles} 1")
+    cameras[1].set("pos", f"0 {-2 * n_poles} 2")
     return mjcf
 
 
@@ -175,6 +196,8 @@ def lqr(n_bodies: int, n_actuators: int) -> ET.Element:
 GENERATED: dict[str, Callable[[], ET.Element]] = {
     "swimmer6.xml": lambda: swimmer(6),
     "swimmer15.xml": lambda: swimmer(15),
+    "cartpole_two_poles.xml": lambda: cartpole(2),
+    "cartpole_three_poles.xml": lambda: cartpole(3),
     # quadruped.py's walk (floor_size = time limit * speed), run and fetch
     "quadruped_walk.xml": lambda: quadruped(floor_size=20 * 0.5),
     "quadruped_run.xml": lambda: quadruped(floor_size=20 * 5),

@@ -18,6 +18,9 @@
 #include "envs/dm_control/lqr.hpp"
 #include "envs/dm_control/manipulator.hpp"
 #include "envs/dm_control/stacker.hpp"
+// reacher, finger, point_mass hard, cartpole's poles
+#include "envs/dm_control/finger.hpp"
+#include "envs/dm_control/reacher.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -70,6 +73,15 @@ const EnvFamily dm_control([] {
   add_task<DMC(manipulator::Bring<true, true>)>("ManipulatorInsertPeg-v1");
   add_task<DMC(stacker::Stack<2>)>("StackerStack2-v1");
   add_task<DMC(stacker::Stack<4>)>("StackerStack4-v1");
+  // reacher, finger, point_mass hard, cartpole's poles
+  add_task<DMC(reacher::Reacher<false>)>("ReacherEasy-v1");
+  add_task<DMC(reacher::Reacher<true>)>("ReacherHard-v1");
+  add_task<DMC(finger::Finger<false>)>("FingerSpin-v1");
+  add_task<DMC(finger::Finger<true, .07>)>("FingerTurnEasy-v1");
+  add_task<DMC(finger::Finger<true, .03>)>("FingerTurnHard-v1");
+  add_task<DMC(point_mass::Hard)>("PointMassHard-v1");
+  add_task<DMC(cartpole::Balance<true, false, 2>)>("CartpoleTwoPoles-v1");
+  add_task<DMC(cartpole::Balance<true, false, 3>)>("CartpoleThreePoles-v1");
 });
 
 }  // namespace

@@ -56,6 +56,14 @@ TASKS = {
     "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
     "StackerStack2-v1": ("stacker", "stack_2"),
     "StackerStack4-v1": ("stacker", "stack_4"),
+    "ReacherEasy-v1": ("reacher", "easy"),
+    "ReacherHard-v1": ("reacher", "hard"),
+    "FingerSpin-v1": ("finger", "spin"),
+    "FingerTurnEasy-v1": ("finger", "turn_easy"),
+    "FingerTurnHard-v1": ("finger", "turn_hard"),
+    "PointMassHard-v1": ("point_mass", "hard"),
+    "CartpoleTwoPoles-v1": ("cartpole", "two_poles"),
+    "CartpoleThreePoles-v1": ("cartpole", "three_poles"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
@@ -221,6 +229,8 @@ GENERATED = {
     "manipulator_insert_peg.xml": "ManipulatorInsertPeg-v1",
     "stacker_stack2.xml": "StackerStack2-v1",
     "stacker_stack4.xml": "StackerStack4-v1",
+    "cartpole_two_poles.xml": "CartpoleTwoPoles-v1",
+    "cartpole_three_poles.xml": "CartpoleThreePoles-v1",
 }
 
 

@@ -1,5 +1,7 @@
 #pragma once
-// Cartpole's balance and swing-up tasks, sparse or smooth: a port of dm_control/suite/cartpole.py (Balance).
+// Cartpole's balance and swing-up tasks, sparse or smooth, with one pole or a chain of kPoles (two_poles,
+// three_poles: their models generated as cartpole.py's _make_model, fastvec/dm_control_models.py): a port of
+// dm_control/suite/cartpole.py (Balance).
 
 #include <algorithm>
 #include <numbers>
@@ -9,10 +11,12 @@
 
 namespace fastvec::envs::dm_control::cartpole {
 
-template <bool kSwingUp, bool kSparse>
+template <bool kSwingUp, bool kSparse, int kPoles = 1>
 class Balance {
  public:
-  static constexpr const char* kModel = "cartpole.xml";
+  static_assert(kPoles >= 1 && kPoles <= 3);
+  static constexpr const char* kModel =
+      kPoles == 1 ? "cartpole.xml" : (kPoles == 2 ? "cartpole_two_poles.xml" : "cartpole_three_poles.xml");
   static constexpr double kTimeLimit = 10;
   static constexpr double kControlTimestep = 0;
 

@@ -1,19 +1,24 @@
 #pragma once
-// Point mass's easy task: a port of dm_control/suite/point_mass.py (PointMass, randomize_gains=False). The hard
-// task draws each episode's actuator gains into the model (wrap_prm), which a block's envs share here: not ported.
+// Point mass's easy and hard tasks: a port of dm_control/suite/point_mass.py (PointMass). The hard task
+// (randomize_gains) draws each episode's actuator directions into the model (wrap_prm), so each env owns its model.
+
+#include <algorithm>
+#include <cmath>
 
 #include "envs/dm_control/dm_control_env.hpp"
 #include "envs/dm_control/rewards.hpp"
 
 namespace fastvec::envs::dm_control::point_mass {
 
-class Easy {
+template <bool kRandomizeGains>
+class PointMass {
  public:
   static constexpr const char* kModel = "point_mass.xml";
   static constexpr double kTimeLimit = 20;
   static constexpr double kControlTimestep = 0;
+  static constexpr bool kModelPerEnv = kRandomizeGains;
 
-  explicit Easy(const mjModel& m)
+  explicit PointMass(const mjModel& m)
       : target_(object_id(m, mjOBJ_GEOM, "target")),
         pointmass_(object_id(m, mjOBJ_GEOM, "pointmass")),
         nq_(static_cast<int>(m.nq)),
@@ -24,7 +29,19 @@ class Easy {
   std::vector<core::ObsField> observation() const { return {{"position", {nq_}}, {"velocity", {nv_}}}; }
 
   void initialize_episode(Physics& p, int i, RandomState& random) const {
-    randomize_limited_and_rotational_joints(p.model(), p.data(i), random);
+    if (!kRandomizeGains) {
+      randomize_limited_and_rotational_joints(p.model(), p.data(i), random);
+      return;
+    }
+    // Each control drives a random unit combination of the two joints; the two directions not near parallel.
+    mjModel& m = p.own_model(i);
+    randomize_limited_and_rotational_joints(m, p.data(i), random);
+    double dir1[2], dir2[2];
+    random_direction(random, dir1);
+    do random_direction(random, dir2);
+    while (std::fabs(dot(dir1, dir2)) > 0.9);
+    std::copy(dir1, dir1 + 2, m.wrap_prm);
+    std::copy(dir2, dir2 + 2, m.wrap_prm + 2);
   }
 
   // near_target * (control_reward + 4) / 5, control_reward the mean of each control's quadratic tolerance
@@ -44,8 +61,25 @@ class Easy {
   }
 
  private:
+  // randn(2), divided by its norm.
+  static void random_direction(RandomState& random, double* dir) {
+    for (int k = 0; k < 2; ++k) dir[k] = random.standard_normal();
+    const double norm = mujoco::norm(dir, 2);
+    for (int k = 0; k < 2; ++k) dir[k] /= norm;
+  }
+
+  // np.dot(a, b) of two 2-vectors, summed as numpy's dot sums them (mujoco::numpy_dot; two values: two kinds).
+  static double dot(const double* a, const double* b) {
+    if (mujoco::numpy_dot.load(std::memory_order_relaxed) == mujoco::DotKind::kFused)
+      return std::fma(a[1], b[1], std::fma(a[0], b[0], 0.0));
+    return (0.0 + a[0] * b[0]) + a[1] * b[1];
+  }
+
   int target_, pointmass_, nq_, nv_, nu_;
   Tolerance near_target_, small_control_{0, 0, 1, Sigmoid::kQuadratic, 0};
 };
+
+using Easy = PointMass<false>;
+using Hard = PointMass<true>;
 
 }  // namespace fastvec::envs::dm_control::point_mass
