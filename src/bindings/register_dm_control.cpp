@@ -18,6 +18,8 @@
 #include "envs/dm_control/lqr.hpp"
 #include "envs/dm_control/manipulator.hpp"
 #include "envs/dm_control/stacker.hpp"
+// humanoid_CMU, dog
+#include "envs/dm_control/humanoid_cmu.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -70,6 +72,10 @@ const EnvFamily dm_control([] {
   add_task<DMC(manipulator::Bring<true, true>)>("ManipulatorInsertPeg-v1");
   add_task<DMC(stacker::Stack<2>)>("StackerStack2-v1");
   add_task<DMC(stacker::Stack<4>)>("StackerStack4-v1");
+  // humanoid_CMU, dog
+  add_task<DMC(humanoid_cmu::HumanoidCMU<0>)>("HumanoidCMUStand-v1");
+  add_task<DMC(humanoid_cmu::HumanoidCMU<1>)>("HumanoidCMUWalk-v1");
+  add_task<DMC(humanoid_cmu::HumanoidCMU<10>)>("HumanoidCMURun-v1");
 });
 
 }  // namespace

@@ -56,6 +56,9 @@ TASKS = {
     "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
     "StackerStack2-v1": ("stacker", "stack_2"),
     "StackerStack4-v1": ("stacker", "stack_4"),
+    "HumanoidCMUStand-v1": ("humanoid_CMU", "stand"),
+    "HumanoidCMUWalk-v1": ("humanoid_CMU", "walk"),
+    "HumanoidCMURun-v1": ("humanoid_CMU", "run"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
@@ -178,7 +181,19 @@ def test_parity_over_two_episodes(env_id):
 
 @pytest.mark.parametrize(
     "domain",
-    ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"],
+    [
+        "acrobot",
+        "ball_in_cup",
+        "cartpole",
+        "cheetah",
+        "hopper",
+        "pendulum",
+        "point_mass",
+        "walker",
+        "humanoid",
+        "fish",
+        "humanoid_CMU",
+    ],
 )
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
