@@ -21,6 +21,8 @@
 // reacher, finger, point_mass hard, cartpole's poles
 #include "envs/dm_control/finger.hpp"
 #include "envs/dm_control/reacher.hpp"
+// humanoid_CMU, dog
+#include "envs/dm_control/humanoid_cmu.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -82,6 +84,10 @@ const EnvFamily dm_control([] {
   add_task<DMC(point_mass::Hard)>("PointMassHard-v1");
   add_task<DMC(cartpole::Balance<true, false, 2>)>("CartpoleTwoPoles-v1");
   add_task<DMC(cartpole::Balance<true, false, 3>)>("CartpoleThreePoles-v1");
+  // humanoid_CMU, dog
+  add_task<DMC(humanoid_cmu::HumanoidCMU<0>)>("HumanoidCMUStand-v1");
+  add_task<DMC(humanoid_cmu::HumanoidCMU<1>)>("HumanoidCMUWalk-v1");
+  add_task<DMC(humanoid_cmu::HumanoidCMU<10>)>("HumanoidCMURun-v1");
 });
 
 }  // namespace

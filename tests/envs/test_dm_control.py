@@ -64,6 +64,9 @@ TASKS = {
     "PointMassHard-v1": ("point_mass", "hard"),
     "CartpoleTwoPoles-v1": ("cartpole", "two_poles"),
     "CartpoleThreePoles-v1": ("cartpole", "three_poles"),
+    "HumanoidCMUStand-v1": ("humanoid_CMU", "stand"),
+    "HumanoidCMUWalk-v1": ("humanoid_CMU", "walk"),
+    "HumanoidCMURun-v1": ("humanoid_CMU", "run"),
 }
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
@@ -186,7 +189,19 @@ def test_parity_over_two_episodes(env_id):
 
 @pytest.mark.parametrize(
     "domain",
-    ["acrobot", "ball_in_cup", "cartpole", "cheetah", "hopper", "pendulum", "point_mass", "walker", "humanoid", "fish"],
+    [
+        "acrobot",
+        "ball_in_cup",
+        "cartpole",
+        "cheetah",
+        "hopper",
+        "pendulum",
+        "point_mass",
+        "walker",
+        "humanoid",
+        "fish",
+        "humanoid_CMU",
+    ],
 )
 def test_model_file_is_dm_controls_model(domain):
     """The model fastvec loads by path from dm_control's suite directory is the one dm_control compiles from the
