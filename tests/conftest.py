@@ -8,6 +8,7 @@ import sys
 import tempfile
 import textwrap
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -34,19 +35,24 @@ COVERED_APART = {"atari": "Pong-v5", "mujoco": "Hopper-v5"}
 # The multi-agent families (mpe2's MPE: fastvec.registry.MULTI_AGENT_FAMILIES) are no gymnasium envs: the
 # single-agent registry-driven tests take none of their ids; tests/envs/mpe/ covers them.
 MULTI_AGENT_FAMILIES = fastvec.registry.MULTI_AGENT_FAMILIES
-# The families whose observations are Dicts of named arrays (dm_control's): the registry-driven tests assume one
-# array and a gymnasium reference env of the same id, so they take none of their ids;
-# tests/envs/test_dm_control.py covers them (spaces, determinism, parity, adapters).
-DICT_OBS_FAMILIES = ("dm_control",)
+# dm_control's tasks (observations: Dicts of named arrays) are covered by tests/envs/test_dm_control.py; the
+# registry-driven tests take two of them, a Dict with a scalar field (the walker's height) and one without, on the
+# outputs they can check without a gymnasium env of the same id (dm_control's own, through shimmy, where they need one).
+DICT_OBS_SAMPLE = ("CheetahRun-v1", "WalkerWalk-v1")
 
 
 def env_ids_under_test() -> list[str]:
     """Every single-agent env of this build, but one of each family in COVERED_APART (Pong for Atari, Hopper for
-    MuJoCo), and none of DICT_OBS_FAMILIES."""
+    MuJoCo) and DICT_OBS_SAMPLE of dm_control's."""
     ids = fastvec.list_envs()
-    apart = (*COVERED_APART, *MULTI_AGENT_FAMILIES, *DICT_OBS_FAMILIES)
+    apart = (*COVERED_APART, *MULTI_AGENT_FAMILIES, "dm_control")
     every = [e for e in ids if fastvec.registry.lookup(e).family not in apart]
-    return every + [e for e in COVERED_APART.values() if e in ids]
+    return every + [e for e in (*COVERED_APART.values(), *DICT_OBS_SAMPLE) if e in ids]
+
+
+def is_dict_obs(env_id: str) -> bool:
+    """Whether ``env_id``'s observations are a gymnasium ``Dict`` (dm_control's, unless flattened)."""
+    return fastvec.registry.lookup(env_id).family == "dm_control"
 
 
 def pytest_collection_modifyitems(items):
@@ -75,17 +81,24 @@ def pytest_runtest_makereport(item, call):
 
 def _check_results_kept(env, steps: int) -> None:
     """Steps ``env`` (8 envs; sync, or async with batch_size 4), keeps every result, steps as much again,
-    and asserts that no array it returned earlier changed: results belong to the caller."""
+    and asserts that no array it returned earlier changed: results belong to the caller. Dict observations field
+    by field, and no two fields, and no field of two results, share memory."""
+
+    def actions(action: int, k: int) -> np.ndarray:
+        space = env.single_action_space
+        if isinstance(space, gym.spaces.Box):  # half the upper bound, or zeros
+            return np.broadcast_to(0.5 * action * space.high, (k, *space.shape)).astype(space.dtype)
+        return np.full(k, action, dtype=np.int64)
 
     def run(action: int) -> list:
         out = []
         for _ in range(steps):
             if env.batch_size == env.num_envs:
-                out.append(env.step(np.full(env.num_envs, action, dtype=np.int64)))
+                out.append(env.step(actions(action, env.num_envs)))
             else:
                 r = env.recv()
                 out.append(r)
-                env.send(np.full(env.batch_size, action, dtype=np.int64), r[4]["env_id"])
+                env.send(actions(action, env.batch_size), r[4]["env_id"])
         return out
 
     if env.batch_size == env.num_envs:
@@ -94,14 +107,19 @@ def _check_results_kept(env, steps: int) -> None:
         env.async_reset()
     results = run(1)
 
-    def arrays(r) -> tuple:  # the env ids too, in async mode
-        return (*r[:4], r[4]["env_id"]) if "env_id" in r[4] else r[:4]
+    def arrays(r) -> list[np.ndarray]:  # the env ids too, in async mode
+        obs = list(r[0].values()) if isinstance(r[0], dict) else [r[0]]
+        return [*obs, *r[1:4], *([r[4]["env_id"]] if "env_id" in r[4] else [])]
 
     snapshots = [[np.copy(x) for x in arrays(r)] for r in results]
-    run(0)
+    later = run(0)
     for r, snap in zip(results, snapshots, strict=True):
-        for got, want in zip(arrays(r), snap, strict=True):
-            np.testing.assert_array_equal(got, want)
+        got = arrays(r)
+        for x, want in zip(got, snap, strict=True):
+            np.testing.assert_array_equal(x, want)
+        for i, x in enumerate(got):
+            assert not any(np.shares_memory(x, y) for y in got[i + 1 :])
+            assert not any(np.shares_memory(x, y) for y in arrays(later[-1]))
 
 
 @pytest.fixture

@@ -69,6 +69,10 @@ class SB3VecEnv(SB3Base):
     (``r``, ``l``, ``t``), so the env behaves like ``make_vec_env``'s
     Monitor-wrapped envs and ``env_is_wrapped(Monitor)`` says so.
 
+    A scalar field of a Dict observation (shape ``()``, as the walker's ``height`` in dm_control and EnvPool) is
+    shape ``(1,)`` here, in the observation space and in every observation: SB3's ``MultiInputPolicy`` flattens
+    each field from its second dimension, which a field of one dimension per batch has not.
+
     ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` reach the envs as ``SubprocVecEnv``'s do
     (through :meth:`fastvec.VectorEnv.env_call`); ``render_mode`` and ``metadata`` are the envs'.
     """
@@ -87,7 +91,8 @@ class SB3VecEnv(SB3Base):
         self.monitor = monitor
         self._t_start = time.time()
         self._actions = None
-        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
+        observation_space, self._scalar_keys = _without_scalar_fields(env.single_observation_space)
+        super().__init__(env.num_envs, observation_space, env.single_action_space)
 
     # -- stepping ---------------------------------------------------------
 
@@ -112,7 +117,7 @@ class SB3VecEnv(SB3Base):
             opts = groups[0][0]
             obs, info = self.env.reset(seed=seeds, options=dict(opts) if opts else None)
             self.reset_infos = info_rows(info, self.num_envs)
-            return obs
+            return self._rows(obs)
         out: Any = None
         self.reset_infos = [{} for _ in range(self.num_envs)]
         for opts, ids in groups:
@@ -122,7 +127,7 @@ class SB3VecEnv(SB3Base):
             out = _place(out, part, ids, self.num_envs)
             for i, row in zip(ids, info_rows(info, len(ids)), strict=True):
                 self.reset_infos[i] = row
-        return out
+        return self._rows(out)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         actions = self._take_actions()
@@ -139,12 +144,20 @@ class SB3VecEnv(SB3Base):
             for i in np.flatnonzero(info["_final_obs"]).tolist():
                 self.reset_infos[i], infos[i] = infos[i], finals[i]
                 d = infos[i]
-                d["terminal_observation"] = final_obs[i]
+                d["terminal_observation"] = self._rows(final_obs[i], batched=False)
                 if self.monitor:  # rounded as Monitor rounds its return and time
                     d["episode"] = {"r": round(float(ep_return[i]), 6), "l": int(ep_length[i]), "t": t}
         for d, flag in zip(infos, (truncated & ~terminated).tolist(), strict=True):
             d["TimeLimit.truncated"] = flag  # on every step, as SB3's VecEnvs set it
-        return obs, reward, dones, infos
+        return self._rows(obs), reward, dones, infos
+
+    def _rows(self, obs: Any, batched: bool = True) -> Any:
+        """``obs`` (a batch, or one env's) with its scalar Dict fields as shape (1,) (views: no copy)."""
+        if not self._scalar_keys:
+            return obs
+        return {
+            k: (np.reshape(v, (-1, 1) if batched else (1,)) if k in self._scalar_keys else v) for k, v in obs.items()
+        }
 
     def close(self) -> None:
         self.env.close()
@@ -254,6 +267,22 @@ def sb3_vec(env_id: Any, num_envs: int | None = None, *, monitor: bool | None = 
             env.close()
             raise
     return SB3VecEnv(env, monitor=monitor)
+
+
+def _without_scalar_fields(space: gym.Space) -> tuple[gym.Space, frozenset[str]]:
+    """``space`` with its Dict's scalar Box fields (shape ``()``) as shape ``(1,)``, in the same order, and their
+    keys; any other space as it is."""
+    if not isinstance(space, gym.spaces.Dict):
+        return space, frozenset()
+    scalar = frozenset(k for k, s in space.items() if isinstance(s, gym.spaces.Box) and s.shape == ())
+    if not scalar:
+        return space, scalar
+    fields: list[tuple[str, gym.Space]] = []
+    for k, s in space.items():
+        if isinstance(s, gym.spaces.Box) and k in scalar:
+            s = gym.spaces.Box(s.low.reshape(1), s.high.reshape(1), dtype=s.low.dtype.type)
+        fields.append((k, s))
+    return gym.spaces.Dict(fields), scalar  # a sequence of pairs keeps the order (a dict would be sorted)
 
 
 def _is_env_fns(env_id: Any) -> bool:

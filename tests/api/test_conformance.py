@@ -7,11 +7,14 @@ single ``Env``); what it offers and is used here: ``data_equivalence``, ``batch_
 
 from __future__ import annotations
 
+import copy
+
 import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import FLOAT64_REWARD_IDS, env_ids_under_test
+import shimmy
+from conftest import FLOAT64_REWARD_IDS, env_ids_under_test, is_dict_obs
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, iterate
@@ -22,17 +25,30 @@ import fastvec
 pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's variant passes)
 
 gym.register_envs(ale_py)
+gym.register_envs(shimmy)  # dm_control/<domain>-<task>-v0
 ATARI_IDS = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).rom]
 ENV_IDS = env_ids_under_test()
+DICT_OBS_IDS = [e for e in ENV_IDS if is_dict_obs(e)]
 BOX_ACTION_ENV_IDS = [e for e in ENV_IDS if isinstance(fastvec.make(e, 1).single_action_space, gym.spaces.Box)]
+# dm_control's tasks have no gymnasium id of their own: their reference is dm_control's, through shimmy
+# (dm_control/<domain>-<task>-v0).
+DM_CONTROL_TASKS = {"CheetahRun-v1": ("cheetah", "run"), "WalkerWalk-v1": ("walker", "walk")}
 
 
 def _gym_spec(env_id: str):
+    if is_dict_obs(env_id):  # dm_control has no reward threshold: shimmy's spec says None, as fastvec's
+        domain, task = DM_CONTROL_TASKS[env_id]
+        return gym.spec(f"dm_control/{domain}-{task}-v0")
     return gym.spec(f"ALE/{env_id}" if env_id in ATARI_IDS else env_id)
 
 
 def _max_episode_steps(env_id: str) -> int:
-    """ALE/<Game>-v5 truncates inside the emulator at 108,000 frames: 27,000 steps of 4 frames."""
+    """ALE/<Game>-v5 truncates inside the emulator at 108,000 frames: 27,000 steps of 4 frames; dm_control's tasks
+    inside dm_control's Environment (shimmy's spec has none), at its time limit over its control timestep."""
+    if is_dict_obs(env_id):
+        from dm_control import suite
+
+        return suite.load(*DM_CONTROL_TASKS[env_id])._step_limit
     return 27_000 if env_id in ATARI_IDS else gym.spec(env_id).max_episode_steps
 
 
@@ -42,12 +58,21 @@ def _reference_spaces(env_id: str) -> tuple[gym.Space, gym.Space]:
 
         ref = FrameStackObservation(AtariPreprocessing(gym.make(f"ALE/{env_id}", frameskip=1)), 4)
         return ref.observation_space, ref.action_space
-    ref = gym.make(env_id).unwrapped
+    ref = gym.make(_gym_spec(env_id).id).unwrapped if is_dict_obs(env_id) else gym.make(env_id).unwrapped
     return ref.observation_space, ref.action_space
 
 
-def _assert_same_space(got: gym.Space, expected: gym.Space) -> None:
+def _assert_same_space(got: gym.Space, expected: gym.Space, *, action: bool = False) -> None:
     assert type(got) is type(expected)
+    if isinstance(expected, gym.spaces.Dict):  # key by key; the order is checked apart (gymnasium sorts some Dicts)
+        assert got.keys() == expected.keys()
+        for key in expected:
+            _assert_same_space(got[key], expected[key])
+        return
+    if action and isinstance(expected, gym.spaces.Box) and expected.dtype == np.float64 and got.dtype == np.float32:
+        # dm_control's action spec is float64 and shimmy keeps it; fastvec's continuous actions are float32 in every
+        # family (gymnasium's MuJoCo's, EnvPool's dm_control's), with the same bounds
+        expected = gym.spaces.Box(expected.low.astype(np.float32), expected.high.astype(np.float32), dtype=np.float32)
     assert got.shape == expected.shape
     assert got.dtype == expected.dtype
     if isinstance(expected, gym.spaces.Box):
@@ -79,7 +104,14 @@ def test_single_spaces_match_reference(env_id):
     env = fastvec.make(env_id, 2, seed=0)
     obs_space, action_space = _reference_spaces(env_id)
     _assert_same_space(env.single_observation_space, obs_space)
-    _assert_same_space(env.single_action_space, action_space)
+    _assert_same_space(env.single_action_space, action_space, action=True)
+    if is_dict_obs(env_id):  # fields in dm_control's order (its observation spec's), as its observations have them
+        from dm_control import suite
+
+        spec = suite.load(*DM_CONTROL_TASKS[env_id]).observation_spec()
+        assert list(env.single_observation_space.keys()) == list(spec)
+        obs, _ = env.reset()
+        assert list(obs) == list(spec)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -91,7 +123,11 @@ def test_batched_spaces(env_id, num_envs, batch_size):
     # batched spaces are the gymnasium batch of fastvec's single spaces (recv returns batch_size rows)
     _assert_same_space(env.observation_space, batch_space(env.single_observation_space, k))
     _assert_same_space(env.action_space, batch_space(env.single_action_space, k))
-    assert env.observation_space.shape == (k, *env.single_observation_space.shape)
+    single = env.single_observation_space
+    fields = single.items() if isinstance(single, gym.spaces.Dict) else [(None, single)]
+    for key, space in fields:
+        batched = env.observation_space if key is None else env.observation_space[key]
+        assert batched.shape == (k, *space.shape)
     if isinstance(env.single_action_space, gym.spaces.Discrete):
         assert isinstance(env.action_space, gym.spaces.MultiDiscrete)
 
@@ -103,12 +139,27 @@ def test_max_episode_steps_matches_gymnasium(env_id):
     assert fastvec.make(env_id, 2, seed=0, max_episode_steps=7).max_episode_steps == 7
 
 
+def _check_obs_arrays(env, obs, k: int) -> None:
+    """One array of ``k`` rows per field (one field unless the observations are a Dict), of its space's dtype."""
+    single = env.single_observation_space
+    if isinstance(single, gym.spaces.Dict):
+        assert isinstance(obs, dict) and list(obs) == list(single.keys())
+        fields = [(obs[key], single[key], env.observation_space[key]) for key in single]
+    else:
+        fields = [(obs, single, env.observation_space)]
+    for array, space, batched in fields:
+        assert isinstance(array, np.ndarray) and array.dtype == space.dtype
+        assert array.shape == batched.shape == (k, *space.shape)
+        assert batched.contains(array), array[~np.array([space.contains(o) for o in array])]
+
+
 def _check_step_outputs(env, result, k: int) -> None:
     obs, reward, terminated, truncated, info = result
-    assert isinstance(obs, np.ndarray) and obs.dtype == env.single_observation_space.dtype
-    assert obs.shape == env.observation_space.shape
-    assert env.observation_space.contains(obs), obs[~np.array([env.single_observation_space.contains(o) for o in obs])]
+    _check_obs_arrays(env, obs, k)
+    assert env.observation_space.contains(obs)
     for row in iterate(env.observation_space, obs):
+        if isinstance(row, dict):  # a scalar field's rows iterate as numpy scalars, which Box.contains warns about
+            row = {key: np.asarray(value) for key, value in row.items()}
         assert env.single_observation_space.contains(row)
     # float32 rewards, but float64 where gymnasium's env computes them so (MuJoCo's, as its vector envs return them)
     assert reward.dtype == (np.float64 if env.spec.id.removeprefix("fastvec/") in FLOAT64_REWARD_IDS else np.float32)
@@ -138,6 +189,7 @@ def test_outputs_in_spaces_sync(env_id):
     env = fastvec.make(env_id, n, seed=1, episode_stats=True)
     env.action_space.seed(2)
     obs, info = env.reset()
+    _check_obs_arrays(env, obs, n)
     assert env.observation_space.contains(obs)
     assert "env_id" not in info  # sync: rows in env order
     ends = 0
@@ -262,9 +314,9 @@ def test_reset_seed_determinism_data_equivalence(env_id):
         assert not data_equivalence(first, env.reset(), exact=True)
     # fresh arrays every call: results are not views of a buffer that later calls overwrite
     obs, _ = env.reset(seed=123)
-    kept = obs.copy()
+    kept = copy.deepcopy(obs)
     env.step(np.stack([env.single_action_space.sample() for _ in range(4)]))
-    np.testing.assert_array_equal(obs, kept)
+    assert data_equivalence(obs, kept, exact=True)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -290,3 +342,15 @@ def test_gymnasium_vector_wrappers(env_id):
     _, infos = listed.reset()
     assert isinstance(infos, list) and len(infos) == n
     assert not any("env_id" in i for i in infos)  # sync: rows in env order, no env_id key
+
+
+@pytest.mark.parametrize("env_id", DICT_OBS_IDS)
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_dict_observations_belong_to_the_caller(env_id, batch_size, check_results_kept):
+    """A Dict observation's fields are views (of one result buffer per step): a later step must not overwrite them,
+    and no two fields overlap. tests/core/test_pool.py checks the single-array case."""
+    env = fastvec.make(env_id, 8, batch_size=batch_size, seed=10)
+    obs, _ = env.reset()
+    assert isinstance(obs, dict) and all(isinstance(v, np.ndarray) for v in obs.values())
+    check_results_kept(env, 20)
+    env.close()

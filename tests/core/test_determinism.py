@@ -32,13 +32,23 @@ def _actions(space: gym.Space, ids, steps) -> np.ndarray:
     return np.stack([np.asarray(_action(space, int(i), int(s))) for i, s in zip(ids, steps, strict=True)])
 
 
+def _flat(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+    """The observations as one array, a row per env: a Dict's fields (dm_control's, one dtype) concatenated in
+    their order, which exact comparisons see through (every field compared, none converted)."""
+    if not isinstance(obs, dict):
+        return obs
+    fields = list(obs.values())
+    assert len({f.dtype for f in fields}) == 1 and len({len(f) for f in fields}) == 1
+    return np.concatenate([f.reshape(len(f), -1) for f in fields], axis=1)
+
+
 def _sync_rollout(env_id: str, seed: int | list[int], steps: int = STEPS, **make_kwargs) -> dict[str, np.ndarray]:
     """Per-env trajectories (env, time, ...) of a synchronous pool; time 0 is the reset."""
     env = fastvec.make(env_id, N, max_episode_steps=MAX_EPISODE_STEPS, **make_kwargs)
     obs, info = env.reset(seed=seed)
     assert "env_id" not in info  # sync: rows in env order (test_pool checks the order)
     out = {
-        "obs": [obs],
+        "obs": [_flat(obs)],
         "reward": [np.zeros(N, np.float32)],
         "terminated": [np.zeros(N, bool)],
         "truncated": [np.zeros(N, bool)],
@@ -46,7 +56,7 @@ def _sync_rollout(env_id: str, seed: int | list[int], steps: int = STEPS, **make
     for t in range(steps):
         obs, reward, terminated, truncated, info = env.step(_actions(env.single_action_space, range(N), [t] * N))
         assert "env_id" not in info
-        for key, value in zip(out, (obs, reward, terminated, truncated), strict=True):
+        for key, value in zip(out, (_flat(obs), reward, terminated, truncated), strict=True):
             out[key].append(value)
     env.close()
     return {k: np.stack(v, axis=1) for k, v in out.items()}
@@ -60,6 +70,7 @@ def _async_rollout(env_id: str, seed: int, batch_size: int, steps: int = STEPS, 
     env.async_reset(seed=seed)
     while min(len(r) for r in records) < steps + 1:
         obs, reward, terminated, truncated, info = env.recv()
+        obs = _flat(obs)
         ids = info["env_id"]
         assert len(ids) == batch_size and len(set(ids.tolist())) == batch_size
         for row, i in enumerate(ids):
@@ -121,7 +132,7 @@ def test_same_seed_same_trajectory(baselines, env_id):
     # make(seed=s) + reset() is the same as reset(seed=s) on a pool made with another seed
     env_a = fastvec.make(env_id, N, seed=99)
     env_b = fastvec.make(env_id, N, seed=1)
-    np.testing.assert_array_equal(env_a.reset()[0], env_b.reset(seed=99)[0])
+    np.testing.assert_array_equal(_flat(env_a.reset()[0]), _flat(env_b.reset(seed=99)[0]))
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -141,6 +152,6 @@ def test_different_seeds_different_trajectories(baselines, env_id):
     assert len({row.tobytes() for row in base["obs"][:, 0]}) == N
     assert not np.array_equal(other["obs"], base["obs"][:, :51])
     # list seeds: equal seeds give equal start states, different seeds different ones
-    obs, _ = fastvec.make(env_id, N).reset(seed=[5, 5, 6, 6, 7, 7, 8, 8])
+    obs = _flat(fastvec.make(env_id, N).reset(seed=[5, 5, 6, 6, 7, 7, 8, 8])[0])
     np.testing.assert_array_equal(obs[0::2], obs[1::2])
     assert len({row.tobytes() for row in obs[0::2]}) == N // 2

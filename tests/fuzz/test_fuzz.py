@@ -261,7 +261,8 @@ def _space_row(space: gym.Space, obs: Any, i: int) -> Any:
         return tuple(_space_row(s, o, i) for s, o in zip(space.spaces, obs, strict=True))
     if isinstance(space, gym.spaces.Dict):
         return {k: _space_row(s, obs[k], i) for k, s in space.spaces.items()}
-    return obs[i]
+    # a row of a scalar Box field (dm_control's walker height) is a numpy scalar, which Box.contains warns about
+    return np.asarray(obs[i]) if isinstance(space, gym.spaces.Box) else obs[i]
 
 
 def check_obs(space: gym.Space, obs: Any, rows: int, what: str) -> None:
@@ -641,6 +642,8 @@ class PoolMachine(RuleBasedStateMachine):
                     if m.mode == "same_step":
                         assert info["_final_obs"][r], f"{what}: env {e} ended without final_obs"
                         final = info["final_obs"][r]
+                        if isinstance(final, dict):  # a scalar field is a numpy scalar: Box.contains warns of it
+                            final = {k: np.asarray(v) for k, v in final.items()}
                         assert self.env.single_observation_space.contains(final), (
                             f"{what}: final_obs {final!r} outside {self.env.single_observation_space}"
                         )
@@ -1644,6 +1647,57 @@ class MujocoMachine(PoolMachine):
         self._follow_up()
 
 
+class DmControlMachine(MujocoMachine):
+    """Native dm_control pools (Dict observations of named float64 arrays, a scalar one among the walker's; or one
+    Box with flat_observation): the walker, and the cartpole with its short time limits, with their options."""
+
+    def _draw_config(self, data):
+        env_id = data.draw(st.sampled_from(["WalkerWalk-v1", "CartpoleSwingup-v1"]), label="env")
+        n = data.draw(st.integers(1, 6), label="num_envs")
+        kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
+        batch = draw_batch_size(data, n)
+        if batch is not None:
+            kwargs["batch_size"] = batch
+        divisors = [d for d in range(1, n + 1) if n % d == 0 and (batch or n) % d == 0]
+        for name, strategy in (
+            ("num_threads", st.integers(1, 3)),
+            ("block_size", st.sampled_from(divisors)),
+            ("seed", st.integers(0, 2**64 - 2**16)),
+            ("flat_observation", st.booleans()),
+        ):
+            value = data.draw(st.one_of(st.none(), strategy), label=name)
+            if value is not None:
+                kwargs[name] = value
+        # the episode's limit in steps, or dm_control's in seconds (1 to 30 steps of 0.01 s or 0.025 s): both are
+        # refused, as the same limit given twice
+        limit = data.draw(st.sampled_from([None, "max_episode_steps", "time_limit"]), label="limit")
+        if limit == "max_episode_steps":
+            kwargs[limit] = data.draw(st.integers(1, 30), label=limit)
+        elif limit == "time_limit":
+            kwargs[limit] = data.draw(st.floats(0.01, 0.3), label=limit)
+        return env_id, n, kwargs
+
+    def _draw_bad_make(self, data):
+        n = data.draw(st.integers(1, 4), label="num_envs")
+        if data.draw(st.booleans(), label="bad option?"):
+            name, value, error = data.draw(
+                st.sampled_from(
+                    [
+                        ("time_limit", 0.0, ValueError),
+                        ("time_limit", -1.0, ValueError),
+                        ("time_limit", float("nan"), ValueError),
+                        ("flat_observation", "yes", TypeError),
+                        ("visualize_reward", True, ValueError),
+                        ("xml_file", "no-such-model.xml", FileNotFoundError),
+                        ("frame_skip", 2, TypeError),  # gymnasium MuJoCo's option, not dm_control's
+                    ]
+                ),
+                label="bad dm_control option",
+            )
+            return ("WalkerWalk-v1", n), {name: value}, {error}
+        return _common_bad_make(data, "WalkerWalk-v1", n, {})
+
+
 class AtariMachine(PoolMachine):
     native = True
     fixed_pool = True
@@ -1787,6 +1841,13 @@ def test_native_atari_pool():
 @pytest.mark.mujoco
 def test_native_mujoco_pools():
     _run(MujocoMachine, max(1, _EXAMPLES // 4) if _EXAMPLES else 60, 30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(_TIMEOUT)
+@pytest.mark.mujoco
+def test_native_dm_control_pools():
+    _run(DmControlMachine, max(1, _EXAMPLES // 8) if _EXAMPLES else 8, 20)
 
 
 @pytest.mark.slow

@@ -61,16 +61,27 @@ def test_is_a_vecenv_with_the_per_env_spaces():
     env.close()
 
 
+def _check_obs(space: gym.Space, obs: Any) -> None:
+    """A batch of N_ENVS observations of ``space``: each field of a Dict in its own."""
+    if isinstance(space, gym.spaces.Dict):
+        assert isinstance(obs, dict) and list(obs) == list(space.keys())
+        for key, sub in space.items():
+            _check_obs(sub, obs[key])
+        return
+    assert obs.shape == (N_ENVS, *space.shape) and obs.dtype == space.dtype
+    assert all(space.contains(o) for o in obs)
+
+
 @pytest.mark.parametrize("env_id", env_ids_under_test())
 def test_observations_in_space_and_dtypes(env_id):
     env = fastvec.sb3_vec(env_id, N_ENVS, seed=0)
     env.action_space.seed(0)
     obs = env.reset()
-    assert obs.shape == (N_ENVS, *env.observation_space.shape) and obs.dtype == env.observation_space.dtype
+    _check_obs(env.observation_space, obs)
     for _ in range(300):
         actions = [env.action_space.sample() for _ in range(N_ENVS)]  # SB3's tests pass a list
         obs, rewards, dones, infos = env.step(actions)
-        assert all(env.observation_space.contains(o) for o in obs)
+        _check_obs(env.observation_space, obs)
         # float32 rewards (classic control, Atari), float64 where gymnasium's env computes them so (MuJoCo)
         assert rewards.dtype == (np.float64 if env_id in FLOAT64_REWARD_IDS else np.float32)
         assert rewards.shape == (N_ENVS,)
@@ -608,3 +619,44 @@ def test_sac_learns_on_half_cheetah():
     action, _ = model.predict(env.reset(), deterministic=True)
     assert action.shape == (4, 6) and np.all(np.abs(action) <= 1)
     env.close()
+
+
+@pytest.mark.mujoco
+def test_scalar_dict_fields_are_shape_1():
+    """SB3's MultiInputPolicy flattens each Dict field from its second dimension: a scalar field (the walker's
+    height, shape () in dm_control, EnvPool and fastvec.make) is shape (1,) in the adapter, with the pool's values,
+    in observations and terminal observations; PPO("MultiInputPolicy") steps on it."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.preprocessing import get_obs_shape
+
+    native = fastvec.make("WalkerWalk-v1", 2, autoreset_mode="same_step", time_limit=0.05)  # 2 steps an episode
+    venv = fastvec.sb3_vec("WalkerWalk-v1", 2, time_limit=0.05)
+    assert native.single_observation_space["height"].shape == ()
+    space = venv.observation_space
+    assert list(space.keys()) == list(native.single_observation_space.keys())  # dm_control's order kept
+    assert space["height"] == gym.spaces.Box(-np.inf, np.inf, (1,), np.float64)
+    assert space["velocity"] == native.single_observation_space["velocity"]
+    assert get_obs_shape(space) == {"orientations": (14,), "height": (1,), "velocity": (9,)}
+    want, _ = native.reset(seed=3)
+    venv.seed(3)
+    obs = venv.reset()
+    np.testing.assert_array_equal(obs["height"], want["height"][:, None])
+    np.testing.assert_array_equal(obs["velocity"], want["velocity"])
+    assert space.contains({k: v[0] for k, v in obs.items()})
+    for _ in range(2):
+        want = native.step(np.zeros((2, 6)))
+        obs, _, dones, infos = venv.step(np.zeros((2, 6)))
+        np.testing.assert_array_equal(obs["height"], want[0]["height"][:, None])
+    assert dones.all()
+    for i, info in enumerate(infos):
+        final = info["terminal_observation"]
+        assert final["height"].shape == (1,) and final["height"][0] == want[4]["final_obs"][i]["height"]
+        assert space.contains(final)
+    venv.close()
+    native.close()
+
+    venv = fastvec.sb3_vec("WalkerWalk-v1", 2, seed=0)
+    model = PPO("MultiInputPolicy", venv, n_steps=16, batch_size=16, n_epochs=1, seed=0)
+    model.learn(32)
+    assert model.num_timesteps == 32
+    venv.close()
