@@ -410,8 +410,8 @@ def test_bad_options_and_actions():
 
 def test_sb3_dict_and_flat_observations():
     """SB3's VecEnv over Dict observations (terminal_observation a dict per env), MultiInputPolicy on a task whose
-    fields are all vectors (SB3's extractors cannot flatten a scalar field such as the walker's height), and
-    MlpPolicy with flat_observation."""
+    fields are all vectors (a scalar field such as the walker's height is shape (1,) in the adapter:
+    tests/compat/sb3's test_scalar_dict_fields_are_shape_1), and MlpPolicy with flat_observation."""
     from stable_baselines3 import PPO
 
     venv = fastvec.sb3_vec("WalkerWalk-v1", num_envs=2, time_limit=0.05)  # 2 steps an episode
