@@ -13,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -29,6 +30,9 @@ MUJOCO_IDS = family_ids("mujoco")
 
 # The steps after which frames are compared (0: after the reset), and the last step taken.
 CHECKPOINTS = (0, 1, 6)
+# Children that import fastvec run outside the source tree: there, as CI installs fastvec, the tree (without its
+# compiled module) would shadow the installed package (a development run finds the tree through PYTHONPATH).
+OUTSIDE_TREE = tempfile.gettempdir()
 
 # Run in a child process: the frames gymnasium's envs draw for each job (env id, keyword arguments, seeds,
 # actions), env by env: after the reset and after the steps of CHECKPOINTS, until the env's episode ends.
@@ -338,7 +342,13 @@ def test_gymnasiums_context_is_restored():
     """fastvec draws in its own context and makes the thread's current one (gymnasium's, mujoco.egl's) current
     again: gymnasium's OffScreenViewer, which makes its context current only once, goes on drawing right."""
     run = subprocess.run(
-        [sys.executable, "-c", INTERLEAVED], env=gl_env(), capture_output=True, text=True, timeout=200, check=False
+        [sys.executable, "-c", INTERLEAVED],
+        env=gl_env(),
+        cwd=OUTSIDE_TREE,
+        capture_output=True,
+        text=True,
+        timeout=200,
+        check=False,
     )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
 
@@ -365,6 +375,7 @@ def test_missing_egl_says_what_to_install(tmp_path):
     run = subprocess.run(
         [sys.executable, "-c", MISSING_EGL],
         env={**os.environ, "LD_LIBRARY_PATH": path},
+        cwd=OUTSIDE_TREE,
         capture_output=True,
         text=True,
         timeout=200,
@@ -401,6 +412,8 @@ env.close()
 def test_render_after_fork_is_refused():
     """A child forked after its parent rendered (EGL's driver state has no threads in the child) gets a
     RuntimeError saying so, not a hang; its pool goes on, and the parent renders on."""
-    run = subprocess.run([sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=200, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", FORKED], cwd=OUTSIDE_TREE, capture_output=True, text=True, timeout=200, check=False
+    )
     assert run.returncode == 0, run.stderr
     assert "forked from process" in run.stdout and "'spawn' or 'forkserver'" in run.stdout, run.stdout

@@ -127,7 +127,9 @@ def test_vec_monitor_ppo(recwarn):
     model.learn(total_timesteps=250)
     # No warnings because using `VecMonitor`
     evaluate_policy(model, monitor_env)
-    assert len(recwarn) == 0, f"{[str(warning) for warning in recwarn]}"
+    # JAX, started by another test in this pytest worker (tests/api/test_xla.py), warns at every fork; not SB3's.
+    warned = [w for w in recwarn if "JAX is multithreaded" not in str(w.message)]
+    assert len(warned) == 0, f"{[str(warning) for warning in warned]}"
     monitor_env.close()
 
 
