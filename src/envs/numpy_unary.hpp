@@ -67,12 +67,13 @@ class NumpyBinary {
   double operator()(double x, double y) const {
     const Loop loop = loop_.load(std::memory_order_acquire);
     if (loop == nullptr) return fallback_(x, y);
-    double out = 0;
-    char* args[3] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&y), reinterpret_cast<char*>(&out)};
+    // Into x, as np.arctan2(a, b, out=a): an output a few bytes from an input is an overlap to numpy 1.26's loops,
+    // which then fall back to libm (as the unary loops above).
+    char* args[3] = {reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&y), reinterpret_cast<char*>(&x)};
     const intptr_t n = 1;
     const intptr_t steps[3] = {sizeof(double), sizeof(double), sizeof(double)};
     loop(args, &n, steps, data_.load(std::memory_order_relaxed));
-    return out;
+    return x;
   }
 
  private:
