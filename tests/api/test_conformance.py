@@ -344,6 +344,7 @@ def test_gymnasium_vector_wrappers(env_id):
     assert not any("env_id" in i for i in infos)  # sync: rows in env order, no env_id key
 
 
+@pytest.mark.mujoco  # the Dict-observation ids are dm_control's: none in a build without MuJoCo
 @pytest.mark.parametrize("env_id", DICT_OBS_IDS)
 @pytest.mark.parametrize("batch_size", [None, 4])
 def test_dict_observations_belong_to_the_caller(env_id, batch_size, check_results_kept):
