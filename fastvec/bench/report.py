@@ -210,6 +210,41 @@ def load_line(load: dict[str, Any]) -> str:
     )
 
 
+# A plot's lines: one colour per library (fastvec's own pools in blues), the mode in the line (sync solid, async
+# dashed, same-step autoreset dotted, both dash-dotted) and, within a library and mode, one marker per contender in
+# the table's order: every contender its own line, and a reader finds a library by its colour.
+_LIBRARY_COLOURS = {  # longest prefix first where one prefix holds another
+    "fastvec-python": "#6baed6",
+    "fastvec-envpool": "#08306b",
+    "fastvec": "#1f77b4",
+    "envpool": "#ff7f0e",
+    "gym": "#2ca02c",
+    "sb3": "#d62728",
+    "ale-py": "#9467bd",
+    "rllib": "#8c564b",
+    "ray": "#e377c2",
+    "supersuit": "#bcbd22",
+    "agilerl": "#17becf",
+    "ceiling": "#000000",
+}
+_MARKERS = "osv^DP*Xh"
+
+
+def line_styles(keys: list[str]) -> dict[str, dict[str, str]]:
+    """matplotlib's color, linestyle and marker for each contender key's line, distinct within ``keys``."""
+    styles: dict[str, dict[str, str]] = {}
+    used: dict[tuple[str, str], int] = {}
+    for key in keys:
+        name = key.removeprefix("ma-")
+        colour = next((c for lib, c in _LIBRARY_COLOURS.items() if name.startswith(lib)), "#7f7f7f")
+        parts = name.split("-")
+        mode = ("async" in parts, "same" in parts)
+        linestyle = {(False, False): "-", (True, False): "--", (False, True): ":", (True, True): "-."}[mode]
+        n = used[colour, linestyle] = used.get((colour, linestyle), -1) + 1
+        styles[key] = {"color": colour, "linestyle": linestyle, "marker": _MARKERS[n % len(_MARKERS)]}
+    return styles
+
+
 def plot(
     path: str,
     env_id: str,
@@ -226,11 +261,12 @@ def plot(
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
+    styles = line_styles([c.key for c in contenders])
     for c in contenders:
         medians = {n: m for n in sizes if (m := grid[n][c.key].median)}
         if medians:
-            ax.plot(list(medians), list(medians.values()), marker="o", label=c.label)
+            ax.plot(list(medians), list(medians.values()), label=c.label, **styles[c.key])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])
@@ -239,8 +275,8 @@ def plot(
     ax.set_ylabel(f"{unit} / s (median)")
     ax.set_title(f"{env_id}: throughput")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside, not over
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
