@@ -44,7 +44,7 @@ class NativeEnv(gym.Env):
     (seeded by ``reset(seed=...)``), which the native env does not draw from. ``render_mode="rgb_array"``: ``render()``
     returns the current frame, ``(H, W, 3)`` uint8 (Atari: the emulator's screen; classic control: gymnasium's
     drawing of the state), so gymnasium's ``RecordVideo`` records it. On its own (without ``gymnasium.make``'s
-    TimeLimit) the env has no episode limit.
+    TimeLimit) the env has no episode limit but a dm_control task's ``time_limit=...``, when one is given.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (gymnasium.Env's class attribute)
@@ -68,7 +68,8 @@ class NativeEnv(gym.Env):
             num_envs=1,
             num_threads=1,
             autoreset_mode="disabled",
-            max_episode_steps=_NO_LIMIT,
+            # a dm_control task's time_limit (seconds; inf: none) is the episode limit a user sets on the env itself
+            max_episode_steps=None if "time_limit" in env_kwargs else _NO_LIMIT,
             render_mode=render_mode,
             **env_kwargs,
         )
@@ -115,10 +116,11 @@ class NativeEnv(gym.Env):
                 f"action for {self.action_space} must have shape {self.action_space.shape}, got shape {a.shape}"
             )
         obs, reward, terminated, truncated, info = self._pool.step(a[np.newaxis])
-        done = bool(terminated[0])
-        if done:  # (the pool would refuse the next step: it does not autoreset)
-            self._reset_needed = "the episode has terminated; call env.reset() before stepping again"
-        return _first(obs), float(reward[0]), done, bool(truncated[0]), info_rows(info, 1)[0]
+        done, cut = bool(terminated[0]), bool(truncated[0])
+        if done or cut:  # (the pool would refuse the next step: it does not autoreset)
+            ended = "terminated" if done else "reached its time_limit"
+            self._reset_needed = f"the episode has {ended}; call env.reset() before stepping again"
+        return _first(obs), float(reward[0]), done, cut, info_rows(info, 1)[0]
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """The current frame (``render_mode="rgb_array"``), or None (no render mode)."""

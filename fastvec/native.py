@@ -85,9 +85,10 @@ def make_pool(
     if "time_limit" in entry.options:  # dm_control: the pool truncates at the task's time limit, in seconds
         steps = _time_limit_steps(entry, options)
         if max_episode_steps is not None and "time_limit" in env_kwargs and max_episode_steps != steps:
+            limit = f"{steps} steps" if steps else "no limit"
             raise ValueError(
                 f"{entry.id}: max_episode_steps ({max_episode_steps}) and time_limit ({env_kwargs['time_limit']} s, "
-                f"{steps} steps) are the same limit; give one of them"
+                f"{limit}) are the same limit; give one of them"
             )
         if max_episode_steps is None:
             max_episode_steps = steps
@@ -118,6 +119,8 @@ def _time_limit_steps(entry: EnvEntry, options: EnvOptions) -> int:
     time_limit = options.numbers.get("time_limit", entry.options["time_limit"])
     if time_limit == math.inf:
         return 0
+    if not time_limit > 0:  # dm_control would end every episode at its first step
+        raise ValueError(f"{entry.id} option 'time_limit' must be > 0 seconds (or inf: no limit), got {time_limit}")
     control_timestep = _core.control_timestep(entry.native, options.numbers, options.texts, options.ranges)
     steps = math.ceil(time_limit / control_timestep)
     if not 1 <= steps < 2**31:
@@ -399,7 +402,8 @@ def env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
         if not isinstance(value, (bool, int, float, np.integer, np.floating)):
             raise TypeError(f"{entry.id} option {name!r} must be a number or bool, got {type(value).__name__}")
         number = _as_float(entry, name, value)
-        if not math.isfinite(number):
+        # dm_control's time_limit=float("inf") (lqr's default) is a limit of none; any other infinity is refused
+        if not math.isfinite(number) and not (name == "time_limit" and number == math.inf):
             raise ValueError(f"{entry.id} option {name!r} must be finite, got {value}")
         numbers[name] = number
     find_model = dm_control_models.model_path if entry.family == "dm_control" else model_path

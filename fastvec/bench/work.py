@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fastvec.bench.runners import NotAvailable
+from fastvec.dm_control_tasks import suite_task
 from fastvec.registry import family_ids
 
 CLASSIC_ENVS = ("CartPole-v1",)
@@ -87,20 +88,12 @@ def parallel_env_fn(env_id: str) -> Callable[[], Any]:
 
 
 def dm_control_task(env_id: str) -> tuple[str, str]:
-    """The suite's (domain, task) of an EnvPool-style dm_control id: the pair of ``dm_control.suite.ALL_TASKS``
-    whose parts, each capitalized and joined, spell it (``BallInCupCatch-v1``: ball_in_cup, catch;
-    ``HumanoidCMUStand-v1``: humanoid_CMU, stand). Imports dm_control (and the mujoco bindings)."""
-    _without_renderer()
-    from dm_control import suite
-
-    def camel(name: str) -> str:
-        return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
-
-    name = env_id.removesuffix("-v1")
-    for domain, task in suite.ALL_TASKS:
-        if camel(domain) + camel(task) == name:
-            return domain, task
-    raise NotAvailable("not a dm_control suite task")
+    """The suite's (domain, task) of an EnvPool-style dm_control id (:func:`fastvec.dm_control_tasks.suite_task`);
+    NotAvailable for any other id."""
+    try:
+        return suite_task(env_id)
+    except ValueError:
+        raise NotAvailable("not a dm_control suite task") from None
 
 
 def _without_renderer() -> None:

@@ -16,58 +16,12 @@ import numpy as np
 import pytest
 
 import fastvec
-from fastvec import dm_control_models
+from fastvec import dm_control_models, dm_control_tasks
 
 pytestmark = [pytest.mark.versions, pytest.mark.mujoco]
 
-# EnvPool's ids and dm_control.suite.load's (domain, task).
-TASKS = {
-    "AcrobotSwingup-v1": ("acrobot", "swingup"),
-    "AcrobotSwingupSparse-v1": ("acrobot", "swingup_sparse"),
-    "BallInCupCatch-v1": ("ball_in_cup", "catch"),
-    "CartpoleBalance-v1": ("cartpole", "balance"),
-    "CartpoleBalanceSparse-v1": ("cartpole", "balance_sparse"),
-    "CartpoleSwingup-v1": ("cartpole", "swingup"),
-    "CartpoleSwingupSparse-v1": ("cartpole", "swingup_sparse"),
-    "CheetahRun-v1": ("cheetah", "run"),
-    "HopperHop-v1": ("hopper", "hop"),
-    "HopperStand-v1": ("hopper", "stand"),
-    "PendulumSwingup-v1": ("pendulum", "swingup"),
-    "PointMassEasy-v1": ("point_mass", "easy"),
-    "WalkerStand-v1": ("walker", "stand"),
-    "WalkerWalk-v1": ("walker", "walk"),
-    "WalkerRun-v1": ("walker", "run"),
-    "HumanoidStand-v1": ("humanoid", "stand"),
-    "HumanoidWalk-v1": ("humanoid", "walk"),
-    "HumanoidRun-v1": ("humanoid", "run"),
-    "HumanoidRunPureState-v1": ("humanoid", "run_pure_state"),
-    "QuadrupedWalk-v1": ("quadruped", "walk"),
-    "QuadrupedRun-v1": ("quadruped", "run"),
-    "QuadrupedFetch-v1": ("quadruped", "fetch"),
-    "FishUpright-v1": ("fish", "upright"),
-    "FishSwim-v1": ("fish", "swim"),
-    "SwimmerSwimmer6-v1": ("swimmer", "swimmer6"),
-    "SwimmerSwimmer15-v1": ("swimmer", "swimmer15"),
-    "LqrLqr21-v1": ("lqr", "lqr_2_1"),
-    "LqrLqr62-v1": ("lqr", "lqr_6_2"),
-    "ManipulatorBringBall-v1": ("manipulator", "bring_ball"),
-    "ManipulatorBringPeg-v1": ("manipulator", "bring_peg"),
-    "ManipulatorInsertBall-v1": ("manipulator", "insert_ball"),
-    "ManipulatorInsertPeg-v1": ("manipulator", "insert_peg"),
-    "StackerStack2-v1": ("stacker", "stack_2"),
-    "StackerStack4-v1": ("stacker", "stack_4"),
-    "ReacherEasy-v1": ("reacher", "easy"),
-    "ReacherHard-v1": ("reacher", "hard"),
-    "FingerSpin-v1": ("finger", "spin"),
-    "FingerTurnEasy-v1": ("finger", "turn_easy"),
-    "FingerTurnHard-v1": ("finger", "turn_hard"),
-    "PointMassHard-v1": ("point_mass", "hard"),
-    "CartpoleTwoPoles-v1": ("cartpole", "two_poles"),
-    "CartpoleThreePoles-v1": ("cartpole", "three_poles"),
-    "HumanoidCMUStand-v1": ("humanoid_CMU", "stand"),
-    "HumanoidCMUWalk-v1": ("humanoid_CMU", "walk"),
-    "HumanoidCMURun-v1": ("humanoid_CMU", "run"),
-}
+# EnvPool's ids and dm_control.suite.load's (domain, task), of every task this fastvec registers.
+TASKS = {env_id: dm_control_tasks.suite_task(env_id) for env_id in fastvec.registry.family_ids("dm_control")}
 
 # The parity test's time_limit (seconds, both sides) for a task whose own is not 1000 steps: lqr's is infinite.
 PARITY_TIME_LIMIT = {"LqrLqr21-v1": 30.0, "LqrLqr62-v1": 30.0}
