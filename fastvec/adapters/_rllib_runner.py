@@ -9,8 +9,8 @@ have returned (:mod:`fastvec.adapters._rllib_columns`). Everything else (``sampl
 callbacks, ``get_metrics``, state, checkpoints) is the parent's.
 
 Where the fast path cannot give RLlib's result, ``_sample`` is the parent's, and the log says why
-once, as a warning: connectors of the user's in either pipeline (but for the observation connectors of
-:mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
+once, as a warning: connectors of the user's in either pipeline (but for the observation and
+frame-stacking connectors of :mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
 ``episodes_to_numpy=False``, action spaces other than Box/Discrete/MultiDiscrete, an env with another
 autoreset mode, and ``sample(num_episodes=...)`` (or ``batch_mode="complete_episodes"``).
 
@@ -209,6 +209,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = False
         assert self._obs_connectors is not None  # set where the fast path applies
         obs = self._obs_connectors(obs)
+        if self._obs_connectors.stack is not None:
+            self._obs_connectors.stack.reset(obs)
         spaces = self._obs_connectors.observation_space, self.env.single_action_space
         self._cols = SampleColumns(self.num_envs, obs, infos, time.perf_counter(), *spaces)
         return self._cols
@@ -262,6 +264,9 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         runners = self.config.num_env_runners or 1
         obs_connectors_ = self._obs_connectors
         assert obs_connectors_ is not None
+        stack = obs_connectors_.stack  # the module's input where a FrameStacking connector makes it
+        if stack is not None:
+            stack.begin(self.config.episode_lookback_horizon)
         to_env_fn = action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
         ts = steps = 0
         infer_s = step_s = 0.0
@@ -273,7 +278,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             else:
                 t0 = time.perf_counter()
                 t = (self.num_env_steps_sampled_lifetime // runners + ts) * runners if explore else None
-                actions, actions_for_env, extra = self._policy(cols.obs, forward, explore, t, to_env_fn)
+                inputs = cols.obs if stack is None else stack.frames
+                actions, actions_for_env, extra = self._policy(inputs, forward, explore, t, to_env_fn)
                 infer_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             results = self._step_env(actions_for_env)
@@ -286,6 +292,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
                 continue
             obs, rewards, terminated, truncated, infos = results
             obs = obs_connectors_(obs)
+            if stack is not None:
+                stack.push(obs, cols.ended)  # (cols.ended: the envs whose row this step is a reset)
             ts += cols.add(actions, extra, obs, rewards, terminated, truncated, infos, time.perf_counter())
         if steps:
             self.metrics.log_value(ENV_STEP_TIMER, step_s / steps)
