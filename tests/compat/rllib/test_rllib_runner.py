@@ -640,3 +640,23 @@ def test_frame_stacking_before_another_connector_falls_back(torch, runner_pair, 
     assert_same_chunks(a, b, {})
     said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
     assert len(said) == 1 and "FrameStacking" in said[0]
+
+
+@pytest.mark.parametrize(("example", "env_id"), [("atari_ppo", "Pong-v5"), ("mujoco_ppo", "Hopper-v5")])
+def test_the_benchs_rllib_example_rows_sample_on_the_fast_path(torch, example, env_id):
+    """fastvec bench's rllib-<example>-fastvec rows measure FastvecEnvRunner's own loop (no fallback) over the
+    example's pipeline; an env of the other kind is not available to them."""
+    from fastvec.bench.ray_runners import RLlibRunner
+    from fastvec.bench.runners import NotAvailable
+
+    runner = RLlibRunner(env_id, 2, "fastvec", timesteps=20, example=example)
+    try:
+        fast = runner._runner
+        assert type(fast).__name__ == "FastvecEnvRunner" and fast._fallback_reason is None
+        connector = "FrameStacking" if example == "atari_ppo" else "MeanStdFilter"
+        assert type(fast._env_to_module.connectors[0]).__name__ == connector
+        assert runner.run(1) >= 20
+    finally:
+        runner.close()
+    with pytest.raises(NotAvailable):
+        RLlibRunner("CartPole-v1", 2, "fastvec", timesteps=20, example=example)
