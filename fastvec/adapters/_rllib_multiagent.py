@@ -345,8 +345,8 @@ class FastvecMultiAgentEnvRunner(FallsBack, MultiAgentEnvRunner):
                 ("env-to-module", [type(c).__name__ for c in self._env_to_module.connectors], _DEFAULT_ENV_TO_MODULE),
                 ("module-to-env", [type(c).__name__ for c in self._module_to_env.connectors], _DEFAULT_MODULE_TO_ENV),
             )
-        )
-        if reason is not None or (reason := callbacks_reason(self.config, self._callbacks)) is not None:
+        ) or callbacks_reason(self.config, self._callbacks)
+        if reason is not None:
             return reason
         for agent, space in self.env.single_action_spaces.items():
             if not isinstance(space, FAST_ACTION_SPACES):

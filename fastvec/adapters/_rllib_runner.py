@@ -9,8 +9,9 @@ have returned (:mod:`fastvec.adapters._rllib_columns`). Everything else (``sampl
 callbacks, ``get_metrics``, state, checkpoints) is the parent's.
 
 Where the fast path cannot give RLlib's result, ``_sample`` is the parent's, and the log says why
-once, as a warning: connectors of the user's in either pipeline (but for the observation and
-frame-stacking connectors of :mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
+once, as a warning (:mod:`fastvec.adapters._rllib_fallback`): connectors of the user's in either
+pipeline (but for the observation and frame-stacking connectors of
+:mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
 ``episodes_to_numpy=False``, action spaces other than Box/Discrete/MultiDiscrete, an env with another
 autoreset mode, and ``sample(num_episodes=...)`` (or ``batch_mode="complete_episodes"``).
 
@@ -151,8 +152,8 @@ class FastvecEnvRunner(FallsBack, SingleAgentEnvRunner):
                 ("env-to-module", [type(c).__name__ for c in connectors[len(own) :]], _DEFAULT_ENV_TO_MODULE),
                 ("module-to-env", [type(c).__name__ for c in self._module_to_env.connectors], _DEFAULT_MODULE_TO_ENV),
             )
-        )
-        if reason is not None or (reason := callbacks_reason(self.config, self._callbacks)) is not None:
+        ) or callbacks_reason(self.config, self._callbacks)
+        if reason is not None:
             return reason
         space = self.env.single_action_space
         if not isinstance(space, FAST_ACTION_SPACES):
