@@ -90,21 +90,12 @@ class SampleColumns:
         times = self.rows_time
         finished: list[tuple[int, int, SingleAgentEpisode]] = []
         ongoing: list[SingleAgentEpisode] = []
-        resets_of, ends_of = _rows_by_env(reset if rows else None, n), _rows_by_env(done if rows else None, n)
+        resets_of, ends_of = rows_by_env(reset if rows else None, n), rows_by_env(done if rows else None, n)
         for i in range(n):
-            resets, ends = resets_of[i], ends_of[i]
-            starts = resets if self.pending[i] else [0, *resets]
-            for k, a in enumerate(starts):
-                ended = k < len(ends)
-                e = ends[k] if ended else rows
+            for a, e, ended in episode_spans(bool(self.pending[i]), resets_of[i], ends_of[i], rows):
                 flags = (bool(term[e - 1, i]), bool(trunc[e - 1, i])) if ended else (False, False)
                 eps = self._chunk(i, a, e, obs, col, flags)
-                # Durations as the parent times them: from the reset (or, in a chunk that continues an
-                # episode, from its first step) to the last step.
-                start = (self.start_time[i] if a == 0 else times[a]) or (times[1] if e > 0 else None)
-                # (RLlib's SingleAgentEpisode declares both None, then sets them itself.)
-                eps._start_time = start  # type: ignore[assignment]
-                eps._last_step_time = times[e] if e > a else None  # type: ignore[assignment]
+                set_clock(eps, self.start_time[i], times, a, e)
                 if ended:
                     finished.append((e, i, eps))
                 else:
@@ -112,27 +103,15 @@ class SampleColumns:
                         ongoing.append(eps)
                     self._carry(i, eps)
             if rows:
-                self.pending[i] = bool(ends) and ends[-1] == rows
+                self.pending[i] = bool(ends_of[i]) and ends_of[i][-1] == rows
                 if self.pending[i]:
                     self.ids[i] = None
         finished.sort(key=lambda x: (x[0], x[1]))
         return [f[2] for f in finished], ongoing
 
     def _extra_columns(self, rows: int, n: int, seq_no: int) -> dict[str, np.ndarray | None]:
-        """Each model output as a (rows, num_envs, ...) column; steps without it (random actions) get zeros,
-        as do outputs the lookback has and this call's steps lack."""
-        like: dict[str, np.ndarray] = {}
-        for row in self.rows_extra:
-            for k, v in row.items():
-                like.setdefault(k, v)
-        for lb in self.lookback:
-            for k, v in lb["extra"].items():
-                if k not in like and k != WEIGHTS_SEQ_NO:
-                    like[k] = np.zeros((n, *v.shape[1:]), v.dtype)
-        cols: dict[str, np.ndarray | None] = {}
-        for k, v in like.items():
-            zero = np.zeros_like(v)
-            cols[k] = np.stack([row.get(k, zero) for row in self.rows_extra]) if rows else None
+        """Each model output as a (rows, num_envs, ...) column (see :func:`output_columns`)."""
+        cols = output_columns(self.rows_extra, [lb["extra"] for lb in self.lookback], n)
         cols[WEIGHTS_SEQ_NO] = np.full((rows, n), seq_no, np.int64)
         return cols
 
@@ -152,40 +131,21 @@ class SampleColumns:
             o = obs.chunk(i, a, e + 1, None)
             inf = col["infos"].rows(i, a, e + 1)
         if act is None:  # no steps this call (num_timesteps=0): the lookback only
-            space = self.build.act_space
-            assert space.shape is not None  # Box, Discrete or MultiDiscrete (see _static_fallback_reason)
-            ac = lb["act"][:0] if k else np.zeros((0, *space.shape), space.dtype)
-            rw = lb["rew"][:0] if k else np.zeros(0, np.float32)
-            ex: dict[str, np.ndarray] = {}
+            ac, rw, ex = no_steps(lb if k else None, self.build.act_space, np.float32)
         else:
             ac, rw = act[steps, i], rew[steps, i]
             ex = {key: v[steps, i] for key, v in extra.items()}
         if k:
-            ac = np.concatenate([lb["act"], ac])
-            rw = np.concatenate([lb["rew"], rw])
-            for key in set(ex) | set(lb["extra"]):
-                before, after = lb["extra"].get(key), ex.get(key)
-                if before is None:
-                    assert after is not None  # the key is this chunk's
-                    before = np.zeros((k, *after.shape[1:]), after.dtype)
-                ex[key] = before if after is None else np.concatenate([before, after])
+            ac, rw, ex = after_lookback(lb, k, ac, rw, ex)
         return self.build(ident, o, inf, ac, rw, flags, ex, t0, k)
 
     def _carry(self, i: int, eps: SingleAgentEpisode) -> None:
         """What ``eps.cut(len_lookback_buffer=horizon)`` keeps for the next chunk: the last ``horizon``
         steps (lookback included) and the latest observation; the next chunk's clock starts at its first
         step."""
-        n_rew = len(eps.rewards.data)
-        k = min(self.horizon, n_rew)
         self.ids[i] = eps.id_
         self.t[i] = eps.t
-        self.lookback[i] = {
-            "obs": eps.observations.data[len(eps.observations.data) - k - 1 :],
-            "infos": eps.infos.data[len(eps.infos.data) - k - 1 :],
-            "act": eps.actions.data[n_rew - k :] if k else None,
-            "rew": eps.rewards.data[n_rew - k :] if k else None,
-            "extra": {key: v.data[n_rew - k :] for key, v in eps.extra_model_outputs.items()} if k else {},
-        }
+        self.lookback[i] = carried_lookback(eps, self.horizon)
         self.start_time[i] = None
 
 
@@ -212,7 +172,10 @@ class _ObsRows:
         return np.stack(items if lookback is None else [*lookback, *items])
 
 
-def _rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
+# -- cutting chunks from columns: what the single- and multi-agent columns share ------------------------------
+
+
+def rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
     """For each env, the rows (1-based: step ``s`` is row ``s + 1``) where ``flags[step, env]`` is set."""
     out: list[list[int]] = [[] for _ in range(n)]
     if flags is not None:
@@ -220,6 +183,79 @@ def _rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
         for env, row in zip(envs.tolist(), (steps + 1).tolist(), strict=True):
             out[env].append(row)
     return out
+
+
+def episode_spans(pending: bool, resets: list[int], ends: list[int], rows: int) -> list[tuple[int, int, bool]]:
+    """One env's episodes in a call of ``rows`` steps, in order: (the row of its first observation, the row of
+    its last, whether it ended). ``resets``/``ends``: the env's rows that start/end an episode; ``pending``:
+    its first row is a reset (its last episode ended at the last call's end), else row 0 goes on with the
+    episode of the last call."""
+    starts = resets if pending else [0, *resets]
+    return [(a, ends[k] if k < len(ends) else rows, k < len(ends)) for k, a in enumerate(starts)]
+
+
+def set_clock(eps: Any, carried_start: float | None, times: list[float], a: int, e: int) -> None:
+    """A chunk's clock as the parent runner times it: from the reset (or, in a chunk that goes on with an
+    episode, from its first step: ``carried_start`` None) to its last step. ``times``: each row's time."""
+    # (RLlib's episodes declare both None, then set them themselves.)
+    eps._start_time = (carried_start if a == 0 else times[a]) or (times[1] if e > 0 else None)
+    eps._last_step_time = times[e] if e > a else None
+
+
+def output_columns(rows: list[dict[str, np.ndarray]], lookbacks: list[dict[str, np.ndarray]], n: int) -> dict:
+    """Each model output of a call's ``rows`` (per step, output -> ``(num_envs, ...)``) as a ``(steps, num_envs,
+    ...)`` column (None without steps); steps without it (random actions) get zeros, as do outputs only the
+    carried ``lookbacks`` have (but the weights' sequence number, which each chunk's steps get anew)."""
+    like: dict[str, np.ndarray] = {}
+    for row in rows:
+        for k, v in row.items():
+            like.setdefault(k, v)
+    for extra in lookbacks:
+        for k, v in extra.items():
+            if k not in like and k != WEIGHTS_SEQ_NO:
+                like[k] = np.zeros((n, *v.shape[1:]), v.dtype)
+    cols: dict[str, np.ndarray | None] = {}
+    for k, v in like.items():
+        zero = np.zeros_like(v)
+        cols[k] = np.stack([row.get(k, zero) for row in rows]) if rows else None
+    return cols
+
+
+def carried_lookback(eps: SingleAgentEpisode, horizon: int) -> dict[str, Any]:
+    """What ``cut(len_lookback_buffer=horizon)`` keeps of an episode chunk for the next one: its last
+    ``horizon`` steps (lookback included) and the latest observation and info."""
+    n_rew = len(eps.rewards.data)
+    k = min(horizon, n_rew)
+    return {
+        "obs": eps.observations.data[len(eps.observations.data) - k - 1 :],
+        "infos": eps.infos.data[len(eps.infos.data) - k - 1 :],
+        "act": eps.actions.data[n_rew - k :] if k else None,
+        "rew": eps.rewards.data[n_rew - k :] if k else None,
+        "extra": {key: v.data[n_rew - k :] for key, v in eps.extra_model_outputs.items()} if k else {},
+    }
+
+
+def no_steps(lookback: dict[str, Any] | None, act_space: gym.Space, reward_dtype: Any) -> tuple:
+    """A chunk's actions, rewards and model outputs in a call without steps (``num_timesteps=0``): empty, of
+    the carried ``lookback``'s dtypes where it has steps."""
+    if lookback is not None:
+        return lookback["act"][:0], lookback["rew"][:0], {}
+    return np.zeros((0, *(act_space.shape or ())), act_space.dtype), np.zeros(0, reward_dtype), {}
+
+
+def after_lookback(lookback: dict[str, Any], k: int, ac: np.ndarray, rw: np.ndarray, ex: dict) -> tuple:
+    """A chunk's actions, rewards and model outputs after the ``k`` steps its ``lookback`` carried; an output
+    on one side only gets zeros on the other."""
+    ac = np.concatenate([lookback["act"], ac])
+    rw = np.concatenate([lookback["rew"], rw])
+    ex = dict(ex)
+    for key in set(ex) | set(lookback["extra"]):
+        before, after = lookback["extra"].get(key), ex.get(key)
+        if before is None:
+            assert after is not None  # the key is this chunk's
+            before = np.zeros((k, *after.shape[1:]), after.dtype)
+        ex[key] = before if after is None else np.concatenate([before, after])
+    return ac, rw, ex
 
 
 class _EpisodeBuilder:

@@ -23,7 +23,16 @@ from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
 
-from fastvec.adapters._rllib_columns import _EpisodeBuilder
+from fastvec.adapters._rllib_columns import (
+    _EpisodeBuilder,
+    after_lookback,
+    carried_lookback,
+    episode_spans,
+    no_steps,
+    output_columns,
+    rows_by_env,
+    set_clock,
+)
 from fastvec.batching import info_rows
 
 
@@ -176,23 +185,18 @@ class MultiAgentColumns:
         times = self.rows_time
         finished: list[tuple[int, int, MultiAgentEpisode]] = []
         ongoing: list[MultiAgentEpisode] = []
-        resets_of = _rows_by_env(reset if rows else None, n)
-        ends_of = _rows_by_env(ends if rows else None, n)
+        resets_of = rows_by_env(reset if rows else None, n)
+        ends_of = rows_by_env(ends if rows else None, n)
         for i in range(n):
             shells = list(self.new_shells[i])
-            starts = resets_of[i] if self.pending[i] else [0, *resets_of[i]]
-            for j, a in enumerate(starts):
-                ended = j < len(ends_of[i])
-                e = ends_of[i][j] if ended else rows
+            for a, e, ended in episode_spans(bool(self.pending[i]), resets_of[i], ends_of[i], rows):
                 shell = self.shells[i] if a == 0 and not self.pending[i] else shells.pop(0)
                 assert shell is not None
                 flags = None
                 if ended:  # RLlib's: every agent done, so terminated; truncated where "__all__" was
                     flags = (trunc[e - 1, i], bool(all_trunc[e - 1, i]))
                 eps = self._chunk(i, shell, a, e, cols, infos, flags)
-                start = (self.start_time[i] if a == 0 else times[a]) or (times[1] if e > 0 else None)
-                eps._start_time = start  # type: ignore[assignment]
-                eps._last_step_time = times[e] if e > a else None  # type: ignore[assignment]
+                set_clock(eps, self.start_time[i], times, a, e)
                 if ended:
                     finished.append((e, i, eps))
                 else:
@@ -215,19 +219,9 @@ class MultiAgentColumns:
             if rows:
                 col["act"] = np.stack([r[a] for r in self.rows_act])
                 col["rew"] = np.stack([r[a] for r in self.rows_rew])
-                like: dict[str, np.ndarray] = {}
-                for r in self.rows_extra:
-                    for k, v in r.get(a, {}).items():
-                        like.setdefault(k, v)
-                for lb in self.lookback:
-                    for k, v in lb[a]["extra"].items():
-                        if k not in like and k != WEIGHTS_SEQ_NO:
-                            like[k] = np.zeros((self.num_envs, *v.shape[1:]), v.dtype)
-                extra = {}
-                for k, v in like.items():
-                    zero = np.zeros_like(v)
-                    extra[k] = np.stack([r.get(a, {}).get(k, zero) for r in self.rows_extra])
-                if like:  # (RLlib's runner adds it with the model's outputs)
+                rows_extra = [r.get(a, {}) for r in self.rows_extra]
+                extra = output_columns(rows_extra, [lb[a]["extra"] for lb in self.lookback], self.num_envs)
+                if extra:  # (RLlib's runner adds it with the model's outputs)
                     extra[WEIGHTS_SEQ_NO] = np.full((rows, self.num_envs), seq_no, np.int64)
                 col["extra"] = extra
             out[a] = col
@@ -254,19 +248,9 @@ class MultiAgentColumns:
                 ac, rw = col["act"][a:e, i], col["rew"][a:e, i]
                 ex = {key: v[a:e, i] for key, v in col["extra"].items()}
             else:  # no steps this call (num_timesteps=0): the lookback only
-                space = self.act_spaces[agent]
-                ac = lb["act"][:0] if k else np.zeros((0, *(space.shape or ())), space.dtype)
-                rw = lb["rew"][:0] if k else np.zeros(0, np.float64)
-                ex = {}
+                ac, rw, ex = no_steps(lb if k else None, self.act_spaces[agent], np.float64)
             if k:
-                ac = np.concatenate([lb["act"], ac])
-                rw = np.concatenate([lb["rew"], rw])
-                for key in set(ex) | set(lb["extra"]):
-                    before, after = lb["extra"].get(key), ex.get(key)
-                    if before is None:
-                        assert after is not None  # the key is this chunk's
-                        before = np.zeros((k, *after.shape[1:]), after.dtype)
-                    ex[key] = before if after is None else np.concatenate([before, after])
+                ac, rw, ex = after_lookback(lb, k, ac, rw, ex)
             sa_flags = (True, bool(flags[0][idx]) or flags[1]) if flags is not None else (False, False)
             ident = self.sa_ids[i].get(agent) if carried else None
             sa = self.build[agent](ident or uuid.uuid4().hex, o, inf, ac, rw, sa_flags, ex, t0, k)
@@ -291,17 +275,7 @@ class MultiAgentColumns:
         """What ``eps.cut(len_lookback_buffer=horizon)`` keeps for the next chunk (the last ``horizon`` steps,
         lookback included, and the latest observations), in the successor RLlib's ``cut`` makes: same id and
         modules, the mapping function called once per agent as ``cut`` calls it."""
-        carry: dict[Any, Any] = {}
-        for agent, sa in eps.agent_episodes.items():
-            n_rew = len(sa.rewards.data)
-            k = min(self.horizon, n_rew)
-            carry[agent] = {
-                "obs": sa.observations.data[len(sa.observations.data) - k - 1 :],
-                "infos": sa.infos.data[len(sa.infos.data) - k - 1 :],
-                "act": sa.actions.data[n_rew - k :] if k else None,
-                "rew": sa.rewards.data[n_rew - k :] if k else None,
-                "extra": {key: v.data[n_rew - k :] for key, v in sa.extra_model_outputs.items()} if k else {},
-            }
+        carry: dict[Any, Any] = {agent: carried_lookback(sa, self.horizon) for agent, sa in eps.agent_episodes.items()}
         successor = MultiAgentEpisode(
             id_=eps.id_,
             observation_space=cast(Any, eps.observation_space),
@@ -318,16 +292,6 @@ class MultiAgentColumns:
         self.t[i] = eps.env_t
         self.ma_lookback[i] = self.horizon
         self.start_time[i] = None
-
-
-def _rows_by_env(flags: np.ndarray | None, n: int) -> list[list[int]]:
-    """For each env, the rows (1-based: step ``s`` is row ``s + 1``) where ``flags[step, env]`` is set."""
-    out: list[list[int]] = [[] for _ in range(n)]
-    if flags is not None:
-        envs, steps = np.nonzero(flags.T)  # env-major, steps ascending within an env
-        for env, row in zip(envs.tolist(), (steps + 1).tolist(), strict=True):
-            out[env].append(row)
-    return out
 
 
 class _LazyInfos:

@@ -29,7 +29,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.callbacks.utils import make_callback
 from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from ray.rllib.connectors.module_to_env import GetActions
@@ -65,11 +64,11 @@ from ray.rllib.utils.metrics import (
 )
 from ray.tune.registry import ENV_CREATOR, _global_registry
 
+from fastvec.adapters._rllib_fallback import FAST_ACTION_SPACES, FallsBack, callbacks_reason, pipelines_reason
 from fastvec.adapters._rllib_ma_columns import MultiAgentColumns
-from fastvec.adapters._rllib_runner import _EPISODE_CALLBACKS, _to_numpy, _to_tensor, action_map
+from fastvec.adapters._rllib_runner import _to_numpy, _to_tensor, action_map
 from fastvec.adapters.rllib_creator import MultiAgentCreator
 from fastvec.batching import info_rows
-from fastvec.multiagent.native_rows import NativeRows
 from fastvec.multiagent.vector import MultiAgentVectorEnv
 
 __all__ = ["FastvecMultiAgentEnvRunner", "PoolVectorMultiAgentEnv"]
@@ -257,7 +256,7 @@ class PoolVectorMultiAgentEnv(VectorMultiAgentEnv):
         return out
 
 
-class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
+class FastvecMultiAgentEnvRunner(FallsBack, MultiAgentEnvRunner):
     """RLlib's ``MultiAgentEnvRunner`` over a fastvec multi-agent pool (:class:`PoolVectorMultiAgentEnv`): the
     same episodes, metrics and RNG draws as RLlib's runner, with the envs stepped in the pool, sampled in columns
     where the pool's agents never come and go (see the module's docstring for when RLlib's loop runs instead).
@@ -271,6 +270,7 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
     env: PoolVectorMultiAgentEnv | None  # type: ignore[assignment]
     _env_to_module: ConnectorPipelineV2
     _module_to_env: ConnectorPipelineV2
+    _fallback_words = "FastvecMultiAgentEnvRunner samples with MultiAgentEnvRunner's loop"
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         self._counts = _SampleCounts()
@@ -282,7 +282,6 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
                 self._seed += 1_000_000
         self._get_actions = GetActions()
         self._fallback_reason = self._static_fallback_reason()
-        self._fallback_logged = False
         self._cols: MultiAgentColumns | None = None
         self._plain_forward = False
         self._action_like: dict[str, np.ndarray] = {}  # per agent, the dtype and shape of its model's actions
@@ -335,36 +334,24 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
             return None  # nothing to sample; the parent says so
         if self.module is None:
             return "there is no RLModule (random actions only)"
-        if not isinstance(getattr(self.env.pool, "_rows", None), NativeRows):
+        if not self.env.pool.fixed_agents:
             return "the pool's agents may come and go (only a native pool's never do)"
         if not self.episodes_to_numpy:
             return "episodes_to_numpy=False (the fast path builds numpy episodes)"
         if any(m.is_stateful() for m in _submodules(self.module)):
             return "an RLModule is stateful (RNN state is carried per env by RLlib's connectors)"
-        for name, pipeline, default in (
-            ("env-to-module", self._env_to_module, _DEFAULT_ENV_TO_MODULE),
-            ("module-to-env", self._module_to_env, _DEFAULT_MODULE_TO_ENV),
-        ):
-            names = tuple(type(c).__name__ for c in pipeline.connectors)
-            if names != default:
-                extra = [n for n in names if n not in default] or list(names)
-                return f"the {name} pipeline has connectors of its own ({', '.join(extra)})"
-        for which in _EPISODE_CALLBACKS:
-            if getattr(self.config, f"callbacks_{which}", None) is not None or any(
-                getattr(type(cb), which) is not getattr(RLlibCallback, which) for cb in self._callbacks
-            ):
-                return f"an {which} callback is set (it sees each episode step by step)"
+        reason = pipelines_reason(
+            (
+                ("env-to-module", [type(c).__name__ for c in self._env_to_module.connectors], _DEFAULT_ENV_TO_MODULE),
+                ("module-to-env", [type(c).__name__ for c in self._module_to_env.connectors], _DEFAULT_MODULE_TO_ENV),
+            )
+        ) or callbacks_reason(self.config, self._callbacks)
+        if reason is not None:
+            return reason
         for agent, space in self.env.single_action_spaces.items():
-            if not isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+            if not isinstance(space, FAST_ACTION_SPACES):
                 return f"agent {agent!r} has a {type(space).__name__} action space (the fast path: Box, Discrete)"
         return None
-
-    def _fall_back(self, reason: str) -> None:
-        # A warning, as FastvecEnvRunner's: RLlib keeps its logger at WARN, and a user who asked for the fast path
-        # should see that this runner is not on it. Once per runner, not per call.
-        if not self._fallback_logged:
-            self._fallback_logged = True
-            logger.warning("FastvecMultiAgentEnvRunner samples with MultiAgentEnvRunner's loop: %s.", reason)
 
     def _sample(
         self,
@@ -380,11 +367,7 @@ class FastvecMultiAgentEnvRunner(MultiAgentEnvRunner):
         :meth:`_increase_sampled_metrics`)."""
         self._counts = _SampleCounts()
         try:
-            reason = self._fallback_reason
-            if reason is None and num_timesteps is None:
-                reason = "sampling whole episodes (num_episodes or batch_mode='complete_episodes')"
-            if reason is not None:
-                self._fall_back(reason)
+            if self._call_fallback_reason(num_timesteps) is not None:
                 self._cols = None  # the parent owns the episodes now; the next fast call starts with a reset
                 return super()._sample(
                     num_timesteps=num_timesteps,

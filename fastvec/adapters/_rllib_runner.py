@@ -9,7 +9,8 @@ have returned (:mod:`fastvec.adapters._rllib_columns`). Everything else (``sampl
 callbacks, ``get_metrics``, state, checkpoints) is the parent's.
 
 Where the fast path cannot give RLlib's result, ``_sample`` is the parent's, and the log says why
-once, as a warning: connectors of the user's in either pipeline (but for the observation connectors of
+once, as a warning (:mod:`fastvec.adapters._rllib_fallback`): connectors of the user's in either
+pipeline (but for the observation and frame-stacking connectors of
 :mod:`fastvec.adapters._rllib_connectors`), ``on_episode_*`` callbacks, stateful modules,
 ``episodes_to_numpy=False``, action spaces other than Box/Discrete/MultiDiscrete, an env with another
 autoreset mode, and ``sample(num_episodes=...)`` (or ``batch_mode="complete_episodes"``).
@@ -30,7 +31,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.wrappers.vector import DictInfoToList
-from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from ray.rllib.connectors.module_to_env import GetActions
 from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
@@ -55,6 +55,7 @@ from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 from fastvec.adapters import _rllib_connectors as obs_connectors
 from fastvec.adapters._rllib_columns import SampleColumns
+from fastvec.adapters._rllib_fallback import FAST_ACTION_SPACES, FallsBack, callbacks_reason, pipelines_reason
 
 logger = logging.getLogger("ray.rllib")
 
@@ -86,10 +87,9 @@ _EPISODE_METRICS = (
     (EPISODE_LEN_MAX, 0),
     (EPISODE_RETURN_MAX, 1),
 )
-_EPISODE_CALLBACKS = ("on_episode_created", "on_episode_start", "on_episode_step", "on_episode_end")
 
 
-class FastvecEnvRunner(SingleAgentEnvRunner):
+class FastvecEnvRunner(FallsBack, SingleAgentEnvRunner):
     """A ``SingleAgentEnvRunner`` whose ``sample(num_timesteps=...)`` keeps per-env data in numpy columns
     and builds the episode chunks in bulk: the same chunks, metrics and RNG draws as RLlib's runner.
 
@@ -106,6 +106,7 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
     module: TorchRLModule
     _env_to_module: ConnectorPipelineV2
     _module_to_env: ConnectorPipelineV2
+    _fallback_words = "FastvecEnvRunner samples with SingleAgentEnvRunner's loop"
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
@@ -117,7 +118,6 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._get_actions = GetActions()
         self._obs_connectors: obs_connectors.ObservationConnectors | None = None
         self._fallback_reason = self._static_fallback_reason()
-        self._fallback_logged = False
         self._cols: SampleColumns | None = None
         # What the process holds once Ray, torch and the runner are built (some 400k objects) is
         # long-lived: frozen, the cyclic GC stops walking it in every full collection, which slowed
@@ -147,32 +147,18 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         if unsupported is not None:
             return f"the env-to-module pipeline has a connector the fast path does not run ({unsupported})"
         self._obs_connectors = obs_connectors.ObservationConnectors(own, self.env.single_observation_space)
-        for name, pipeline, default in (
-            ("env-to-module", self._env_to_module, _DEFAULT_ENV_TO_MODULE),
-            ("module-to-env", self._module_to_env, _DEFAULT_MODULE_TO_ENV),
-        ):
-            names = tuple(type(c).__name__ for c in pipeline.connectors)
-            if pipeline is self._env_to_module:
-                names = names[len(own) :]
-            if names != default:
-                extra = [n for n in names if n not in default] or list(names)
-                return f"the {name} pipeline has connectors of its own ({', '.join(extra)})"
-        for which in _EPISODE_CALLBACKS:
-            if getattr(self.config, f"callbacks_{which}", None) is not None or any(
-                getattr(type(cb), which) is not getattr(RLlibCallback, which) for cb in self._callbacks
-            ):
-                return f"an {which} callback is set (it sees each episode step by step)"
+        reason = pipelines_reason(
+            (
+                ("env-to-module", [type(c).__name__ for c in connectors[len(own) :]], _DEFAULT_ENV_TO_MODULE),
+                ("module-to-env", [type(c).__name__ for c in self._module_to_env.connectors], _DEFAULT_MODULE_TO_ENV),
+            )
+        ) or callbacks_reason(self.config, self._callbacks)
+        if reason is not None:
+            return reason
         space = self.env.single_action_space
-        if not isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+        if not isinstance(space, FAST_ACTION_SPACES):
             return f"the action space is {type(space).__name__} (the fast path takes Box and Discrete ones)"
         return None
-
-    def _fall_back(self, reason: str) -> None:
-        # A warning: RLlib keeps its logger at WARN, and a user who asked for the fast path should see that
-        # this runner is not on it. Once per runner, not per call.
-        if not self._fallback_logged:
-            self._fallback_logged = True
-            logger.warning("FastvecEnvRunner samples with SingleAgentEnvRunner's loop: %s.", reason)
 
     def _sample(
         self,
@@ -183,11 +169,7 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         random_actions: bool = False,
         force_reset: bool = False,
     ) -> list[SingleAgentEpisode]:
-        reason = self._fallback_reason
-        if reason is None and num_timesteps is None:
-            reason = "sampling whole episodes (num_episodes or batch_mode='complete_episodes')"
-        if reason is not None:
-            self._fall_back(reason)
+        if self._call_fallback_reason(num_timesteps) is not None:
             self._cols = None  # the parent owns the episodes now; the next fast call starts with a reset
             return super()._sample(
                 num_timesteps=num_timesteps,
@@ -209,6 +191,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = False
         assert self._obs_connectors is not None  # set where the fast path applies
         obs = self._obs_connectors(obs)
+        if self._obs_connectors.stack is not None:
+            self._obs_connectors.stack.reset(obs)
         spaces = self._obs_connectors.observation_space, self.env.single_action_space
         self._cols = SampleColumns(self.num_envs, obs, infos, time.perf_counter(), *spaces)
         return self._cols
@@ -262,6 +246,9 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
         runners = self.config.num_env_runners or 1
         obs_connectors_ = self._obs_connectors
         assert obs_connectors_ is not None
+        stack = obs_connectors_.stack  # the module's input where a FrameStacking connector makes it
+        if stack is not None:
+            stack.begin(self.config.episode_lookback_horizon)
         to_env_fn = action_map(self.env.single_action_space, self.config.normalize_actions, self.config.clip_actions)
         ts = steps = 0
         infer_s = step_s = 0.0
@@ -273,7 +260,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
             else:
                 t0 = time.perf_counter()
                 t = (self.num_env_steps_sampled_lifetime // runners + ts) * runners if explore else None
-                actions, actions_for_env, extra = self._policy(cols.obs, forward, explore, t, to_env_fn)
+                inputs = cols.obs if stack is None else stack.frames
+                actions, actions_for_env, extra = self._policy(inputs, forward, explore, t, to_env_fn)
                 infer_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             results = self._step_env(actions_for_env)
@@ -286,6 +274,8 @@ class FastvecEnvRunner(SingleAgentEnvRunner):
                 continue
             obs, rewards, terminated, truncated, infos = results
             obs = obs_connectors_(obs)
+            if stack is not None:
+                stack.push(obs, cols.ended)  # (cols.ended: the envs whose row this step is a reset)
             ts += cols.add(actions, extra, obs, rewards, terminated, truncated, infos, time.perf_counter())
         if steps:
             self.metrics.log_value(ENV_STEP_TIMER, step_s / steps)

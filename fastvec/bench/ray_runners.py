@@ -1,6 +1,6 @@
 """RLlib and Ray: RLlib's EnvRunner.sample() (on gymnasium's envs, on a fastvec pool, or FastvecEnvRunner; on a
-multi-agent env, RLlib's MultiAgentEnvRunner or FastvecMultiAgentEnvRunner), FastvecEnvRunner's bare loop, and one
-Ray actor per env."""
+multi-agent env, RLlib's MultiAgentEnvRunner or FastvecMultiAgentEnvRunner; with the pipelines of RLlib's own
+atari_ppo.py and mujoco_ppo.py examples), FastvecEnvRunner's bare loop, and one Ray actor per env."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from fastvec.bench.work import (
     discrete_actions,
     gym_atari_kwargs,
     is_atari,
+    is_mujoco,
     is_multiagent,
     parallel_env,
     parallel_env_fn,
@@ -51,6 +52,72 @@ def _rllib_atari_default(env_id: str) -> str:
     return name
 
 
+# RLlib's atari_ppo.py: ALE's env stepping single frames (its env_config: no sticky actions, the minimal action set)
+# in wrap_atari_for_new_api_stack(..., framestack=None), 64x64 single frames stacked by FrameStackingEnvToModule(4);
+# fastvec's Atari with those options. Its CNN; 1 env per runner and 2 runners for its 4000-step batches: 2000
+# steps a sample() call.
+ATARI_PPO_ENV: dict[str, Any] = {"frameskip": 1, "full_action_space": False, "repeat_action_probability": 0.0}
+ATARI_PPO_FASTVEC = {
+    **RLLIB_ATARI,
+    "stack_num": 1,
+    "img_height": 64,
+    "img_width": 64,
+    "repeat_action_probability": 0.0,
+    "full_action_space": False,
+}
+ATARI_PPO_MODEL = {
+    "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
+    "conv_activation": "relu",
+    "head_fcnet_hiddens": [256],
+    "vf_share_layers": True,
+}
+# RLlib's mujoco_ppo.py: MeanStdFilter, 16 envs per runner, 32 steps each a sample() call, its MLP.
+MUJOCO_PPO_MODEL = {
+    "vf_share_layers": False,
+    "fcnet_hiddens": [256, 256],
+    "fcnet_activation": "tanh",
+    "head_fcnet_hiddens": [256],
+    "head_fcnet_activation": None,
+    "free_log_std": True,
+}
+
+
+def _frame_stacking(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+    """atari_ppo.py's env-to-module connector (a module-level function: a remote runner gets it pickled)."""
+    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+
+    return FrameStackingEnvToModule(num_frames=4)
+
+
+def _mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+    """mujoco_ppo.py's env-to-module connector."""
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    return MeanStdFilter()
+
+
+def _rllib_atari_ppo_default(env_id: str) -> str:
+    """Registers atari_ppo.py's env (ALE in wrap_atari_for_new_api_stack, single frames) with Ray Tune."""
+    from ray.tune.registry import register_env
+
+    game = ale_id(env_id)
+
+    def creator(config: dict[str, Any]) -> Any:
+        import gymnasium as gym
+        from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+        return wrap_atari_for_new_api_stack(gym.make(game, **ATARI_PPO_ENV), framestack=None)
+
+    name = f"rllib-atari_ppo-{env_id}"
+    register_env(name, creator)
+    return name
+
+
+def example_timesteps(example: str, num_envs: int) -> int:
+    """The env steps of one runner's sample() call in RLlib's example, at ``num_envs`` envs per runner."""
+    return 2000 if example == "atari_ppo" else 32 * num_envs
+
+
 class RLlibRunner(Runner):
     """RLlib's EnvRunner.sample() as RLlib's algorithms call it (new API stack, PPO's default torch module:
     the policy's forward pass is in the loop, as in training): ``timesteps`` env steps per call, then
@@ -61,17 +128,26 @@ class RLlibRunner(Runner):
     A multi-agent env (one policy shared by its agents, as ``configure`` sets it): "default" is RLlib's
     MultiAgentEnvRunner over its SyncVectorMultiAgentEnv of the PettingZoo env, "fastvec" FastvecMultiAgentEnvRunner
     over fastvec's native port, "fastvec-python" over the PettingZoo env in the Python-env pool; ``run`` counts the
-    agent steps of the episodes sampled (one step of one agent = one step)."""
+    agent steps of the episodes sampled (one step of one agent = one step).
+
+    ``example``: the pipeline of RLlib's ``atari_ppo.py`` (Atari ids) or ``mujoco_ppo.py`` (MuJoCo ids), its
+    connectors and model, ``timesteps`` its sample() size."""
 
     def __init__(
-        self, env_id: str, num_envs: int, runner: str = "fastvec", num_threads: int = 1, timesteps: int = 4000
+        self,
+        env_id: str,
+        num_envs: int,
+        runner: str = "fastvec",
+        num_threads: int = 1,
+        timesteps: int = 4000,
+        example: str | None = None,
     ) -> None:
         import torch
         from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
         from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
         torch.set_num_threads(1)
-        config = rllib_config(env_id, num_envs, runner, num_threads)
+        config = rllib_config(env_id, num_envs, runner, num_threads, example)
         self._multiagent = config.is_multi_agent
         cls = config.env_runner_cls or (MultiAgentEnvRunner if self._multiagent else SingleAgentEnvRunner)
         self._runner = cls(config=config)
@@ -91,11 +167,13 @@ class RLlibRunner(Runner):
         self._runner.stop()
 
 
-def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) -> Any:
-    """PPO's config for one local EnvRunner of ``num_envs`` envs (see RLlibRunner for ``runner``)."""
+def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1, example: str | None = None) -> Any:
+    """PPO's config for one local EnvRunner of ``num_envs`` envs (see RLlibRunner for ``runner`` and ``example``)."""
     from ray.rllib.algorithms.ppo import PPOConfig
 
     config = PPOConfig().framework("torch").debugging(seed=0)
+    if example is not None:
+        return _example_config(config, example, env_id, num_envs, runner, num_threads).env_runners(num_env_runners=0)
     if is_multiagent(env_id):
         return _multiagent_config(config, env_id, num_envs, runner, num_threads).env_runners(num_env_runners=0)
     atari = is_atari(env_id)
@@ -110,6 +188,34 @@ def rllib_config(env_id: str, num_envs: int, runner: str, num_threads: int = 1) 
         options = RLLIB_ATARI if atari else {}
         configure(config, env_id, num_envs=num_envs, num_threads=num_threads, env_runner_cls=cls, **options)
     return config.env_runners(num_env_runners=0)
+
+
+def _example_config(config: Any, example: str, env_id: str, num_envs: int, runner: str, num_threads: int) -> Any:
+    """``config`` as RLlib's ``example`` script sets it up, on RLlib's default runner or through fastvec's configure."""
+    from fastvec.adapters.rllib import configure
+
+    if example == "atari_ppo":
+        if not is_atari(env_id):
+            raise NotAvailable("atari_ppo: Atari ids only")
+        connector, model, options = _frame_stacking, ATARI_PPO_MODEL, ATARI_PPO_FASTVEC
+        default_env = _rllib_atari_ppo_default(env_id) if runner == "default" else ""
+    elif example == "mujoco_ppo":
+        if not is_mujoco(env_id):
+            raise NotAvailable("mujoco_ppo: MuJoCo ids only")
+        connector, model, options, default_env = _mean_std_filter, MUJOCO_PPO_MODEL, {}, env_id
+    else:
+        raise ValueError(f"unknown RLlib example {example!r}")
+    config.rl_module(model_config=model).env_runners(env_to_module_connector=connector)
+    if runner == "default":
+        return config.environment(default_env).env_runners(num_envs_per_env_runner=num_envs)
+    cls = None if runner == "stock" else _fastvec_runner_cls()
+    return configure(config, env_id, num_envs=num_envs, num_threads=num_threads, env_runner_cls=cls, **options)
+
+
+def _fastvec_runner_cls() -> type:
+    from fastvec.adapters._rllib_runner import FastvecEnvRunner
+
+    return FastvecEnvRunner
 
 
 def _multiagent_config(config: Any, env_id: str, num_envs: int, runner: str, num_threads: int) -> Any:
@@ -182,8 +288,10 @@ class RLlibLoopRunner(Runner):
         self._runner.stop()
 
 
-def make_rllib(env_id: str, num_envs: int, runner: str) -> Runner:
-    return RLlibRunner(env_id, num_envs, runner)
+def make_rllib(env_id: str, num_envs: int, runner: str, example: str | None = None) -> Runner:
+    if example is None:
+        return RLlibRunner(env_id, num_envs, runner)
+    return RLlibRunner(env_id, num_envs, runner, timesteps=example_timesteps(example, num_envs), example=example)
 
 
 def make_ray_actors(env_id: str, num_envs: int) -> Runner:

@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec._args import check_env_ids
 from fastvec.multiagent.as_one_env import ACTING
+from fastvec.multiagent.native_rows import NativeRows
 from fastvec.multiagent.rows import AgentRows, RowsTranslator
 from fastvec.vector import Seed, VectorEnv
 
@@ -207,6 +208,12 @@ class MultiAgentVectorEnv:
     @property
     def closed(self) -> bool:
         return self.backend.closed
+
+    @property
+    def fixed_agents(self) -> bool:
+        """Whether every agent has an observation in every row and all end their episodes together, always: a
+        native family's pool (MPE), whose agents never come and go (what RLlib's batched runner relies on)."""
+        return isinstance(self._rows, NativeRows)
 
     def __enter__(self) -> MultiAgentVectorEnv:
         return self

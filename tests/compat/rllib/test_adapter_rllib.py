@@ -415,6 +415,54 @@ def test_ppo_trains_on_pong_frames(outside_checkout, ray):
         ray.shutdown()
 
 
+def _atari_ppo_env_to_module(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+
+    return FrameStackingEnvToModule(num_frames=4)
+
+
+def _atari_ppo_learner(input_observation_space=None, input_action_space=None):
+    from ray.rllib.connectors.learner.frame_stacking import FrameStackingLearner
+
+    return FrameStackingLearner(num_frames=4)
+
+
+@pytest.mark.slow
+def test_ppo_trains_with_atari_ppos_frame_stacking_connectors(local_ray, caplog):
+    """RLlib's atari_ppo.py (single 64x64 frames, stacked by its env-to-module and learner connectors) with
+    configure: the runner stacks on its fast path (no fallback said), and the learner stacks the episodes."""
+    import logging
+
+    config = (
+        bare_ppo_config()
+        .framework("torch")
+        .debugging(seed=0)
+        .training(
+            learner_connector=_atari_ppo_learner, train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1
+        )
+        .rl_module(model_config={"conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]]})
+        .env_runners(
+            num_env_runners=0, rollout_fragment_length="auto", env_to_module_connector=_atari_ppo_env_to_module
+        )
+    )
+    options = dict(stack_num=1, img_height=64, img_width=64, episodic_life=True, use_fire_reset=True)
+    configure(config, "Pong-v5", num_envs=2, num_threads=1, repeat_action_probability=0.0, **options)
+    algo = config.build_algo()
+    try:
+        runner = algo.env_runner
+        assert type(runner).__name__ == "FastvecEnvRunner" and runner._fallback_reason is None
+        assert runner.env.single_observation_space.shape == (64, 64, 1)
+        before = algo.learner_group.get_weights()["default_policy"]
+        with caplog.at_level(logging.WARNING, logger="ray.rllib"):
+            result = algo.train()
+        assert not [r for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+        after = algo.learner_group.get_weights()["default_policy"]
+        assert result["env_runners"]["num_env_steps_sampled"] >= 128
+        assert any(not np.array_equal(before[k], after[k]) for k in before)
+    finally:
+        algo.stop()
+
+
 @pytest.mark.slow
 @pytest.mark.mujoco
 def test_ppo_trains_on_half_cheetah(local_ray):

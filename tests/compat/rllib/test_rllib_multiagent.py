@@ -250,7 +250,7 @@ def test_runner_matches_rllibs_on_simple_spread(torch, runner_pair, env, policie
     backend = type(fast.env.pool.backend).__name__
     assert backend == ("VectorEnv" if env == "native" else "PyVectorEnv")  # the native pool's façade, or the Python's
     # The native pool's agents never come and go: sampled in columns; a Python env's through RLlib's loop.
-    assert (fast._fallback_reason is None) == (env == "native"), fast._fallback_reason
+    assert (fast._fallback_reason is None) == (env == "native") == fast.env.pool.fixed_agents, fast._fallback_reason
     modules = {sa.module_id for e in b for sa in e.agent_episodes.values()}
     assert modules == ({"shared"} if policies == "shared" else {"agent_0", "agent_1", "agent_2"})
     metrics = assert_same_metrics(stock, fast)

@@ -527,3 +527,136 @@ def test_mean_std_filter_state_syncs_across_runners_as_rllibs(torch, runner_pair
         a, b = sample_both(torch, stock, fast, 10 + call, num_timesteps=100)
         assert_same_chunks(a, b, ids)
         assert_same_filter_state(stock, fast)
+
+
+# -- atari_ppo.py's frame stacking on the fast path ----------------------------
+
+# RLlib's atari_ppo.py: single 64x64 frames (wrap_atari_for_new_api_stack(..., framestack=None)'s: noop starts, frame
+# skip 4, a life per episode, FIRE at reset, no sticky actions) stacked by its FrameStackingEnvToModule(num_frames=4).
+ATARI_PPO_ENV = dict(
+    stack_num=1,
+    img_height=64,
+    img_width=64,
+    noop_max=30,
+    episodic_life=True,
+    use_fire_reset=True,
+    repeat_action_probability=0.0,
+)
+ATARI_PPO_MODEL = {
+    "vf_share_layers": True,
+    "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
+    "conv_activation": "relu",
+    "head_fcnet_hiddens": [256],
+}
+
+
+def _frame_stacking(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+
+    return FrameStackingEnvToModule(num_frames=4)  # as RLlib's atari_ppo.py adds it
+
+
+def _filter_then_frame_stacking(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    return [MeanStdFilter(), _frame_stacking()]
+
+
+def atari_ppo_config(num_envs: int, lookback: int, max_episode_steps: int, connector=_frame_stacking):
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from fastvec.adapters.rllib import configure
+
+    config = PPOConfig().framework("torch").debugging(seed=0)
+    options = ATARI_PPO_ENV | {"max_episode_steps": max_episode_steps}
+    configure(config, "Pong-v5", num_envs=num_envs, num_threads=1, env_runner_cls=None, **options)
+    config.rl_module(model_config=ATARI_PPO_MODEL)
+    return config.env_runners(num_env_runners=0, episode_lookback_horizon=lookback, env_to_module_connector=connector)
+
+
+def record_module_inputs(runner) -> list:
+    """Every forward pass's observations (the module's input), copied, in the runner's order."""
+    seen = []
+    for name in ("_forward_exploration", "_forward_inference"):
+        original = getattr(runner.module, name)
+
+        def recorded(batch, _original=original, **kwargs):
+            seen.append(batch["obs"].detach().clone().numpy())
+            return _original(batch, **kwargs)
+
+        setattr(runner.module, name, recorded)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "lookback", "timesteps", "max_steps", "explore", "connector"),
+    [
+        (2, 1, 30, 12, True, _frame_stacking),  # atari_ppo's lookback: chunks go on with 2 frames, then zeros
+        (3, 2, 25, 9, True, _frame_stacking),  # steps per call not a multiple of num_envs
+        (2, 4, 40, 15, False, _frame_stacking),  # a lookback as long as the stack: no zeros at chunk starts
+        (2, 1, 30, 12, True, _filter_then_frame_stacking),  # filtered frames, stacked
+    ],
+)
+def test_frame_stacking_gives_rllibs_module_inputs_and_chunks(
+    torch, runner_pair, num_envs, lookback, timesteps, max_steps, explore, connector
+):
+    """atari_ppo.py's FrameStackingEnvToModule on the fast path: every forward pass takes the stacks RLlib's
+    runner gives its module (zeros before an episode's first frame and beyond a chunk's lookback, episodes
+    ending within a call and at its end), and the chunks (single frames) are RLlib's."""
+    stock, fast = runner_pair(atari_ppo_config(num_envs, lookback, max_steps, connector))
+    assert fast._fallback_reason is None
+    assert fast.env.single_observation_space.shape == (64, 64, 1)
+    seen_stock, seen_fast = record_module_inputs(stock), record_module_inputs(fast)
+    ids: dict[str, str] = {}
+    ended = 0
+    for call, kwargs in enumerate([{}, {}, {"force_reset": True}, {}, {}]):
+        a, b = sample_both(torch, stock, fast, call, num_timesteps=timesteps, explore=explore, **kwargs)
+        assert_same_chunks(a, b, ids)
+        assert_same_metrics(stock, fast)
+        ended += sum(e.is_done for e in b)
+        assert all(e.observations.data.shape[1:] == (64, 64, 1) for e in b)
+    assert len(seen_stock) == len(seen_fast) > 5 * timesteps // num_envs
+    for step, (x, y) in enumerate(zip(seen_stock, seen_fast, strict=True)):
+        assert x.shape == (num_envs, 64, 64, 4) and x.dtype == np.float32
+        np.testing.assert_array_equal(x, y, err_msg=f"forward pass {step}")
+    stacks = np.stack(seen_fast)
+    assert ended >= num_envs  # truncated at max_steps, some within a call
+    assert (stacks[..., 0] == 0).all(axis=(2, 3)).any() and (stacks[..., 0] != 0).any(axis=(2, 3)).any()
+    if connector is _filter_then_frame_stacking:
+        assert_same_filter_state(stock, fast)
+
+
+def _frame_stacking_then_another(env=None, spaces=None, device=None):
+    return [_frame_stacking(), _user_connector()]
+
+
+def test_frame_stacking_before_another_connector_falls_back(torch, runner_pair, caplog):
+    """A connector after FrameStacking sees RLlib's stacked batch, which the fast path does not make: RLlib's
+    loop, and the log names FrameStacking."""
+    stock, fast = runner_pair(atari_ppo_config(2, 1, 12, _frame_stacking_then_another))
+    assert "FrameStacking" in fast._fallback_reason
+    with caplog.at_level(logging.WARNING, logger="ray.rllib"):
+        a, b = sample_both(torch, stock, fast, 0, num_timesteps=20)
+    assert_same_chunks(a, b, {})
+    said = [r.getMessage() for r in caplog.records if "FastvecEnvRunner" in r.getMessage()]
+    assert len(said) == 1 and "FrameStacking" in said[0]
+
+
+@pytest.mark.parametrize(("example", "env_id"), [("atari_ppo", "Pong-v5"), ("mujoco_ppo", "Hopper-v5")])
+def test_the_benchs_rllib_example_rows_sample_on_the_fast_path(torch, example, env_id):
+    """fastvec bench's rllib-<example>-fastvec rows measure FastvecEnvRunner's own loop (no fallback) over the
+    example's pipeline; an env of the other kind is not available to them."""
+    from fastvec.bench.ray_runners import RLlibRunner
+    from fastvec.bench.runners import NotAvailable
+
+    runner = RLlibRunner(env_id, 2, "fastvec", timesteps=20, example=example)
+    try:
+        fast = runner._runner
+        assert type(fast).__name__ == "FastvecEnvRunner" and fast._fallback_reason is None
+        connector = "FrameStacking" if example == "atari_ppo" else "MeanStdFilter"
+        assert type(fast._env_to_module.connectors[0]).__name__ == connector
+        assert runner.run(1) >= 20
+    finally:
+        runner.close()
+    with pytest.raises(NotAvailable):
+        RLlibRunner("CartPole-v1", 2, "fastvec", timesteps=20, example=example)
