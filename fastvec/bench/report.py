@@ -266,7 +266,15 @@ def plot(
     for c in contenders:
         medians = {n: m for n in sizes if (m := grid[n][c.key].median)}
         if medians:
-            ax.plot(list(medians), list(medians.values()), label=c.label, **styles[c.key])
+            style = styles[c.key]
+            ax.plot(
+                list(medians),
+                list(medians.values()),
+                label=c.label,
+                color=style["color"],
+                linestyle=style["linestyle"],
+                marker=style["marker"],
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])

@@ -619,7 +619,7 @@ print(json.dumps(pairs))
         (["bench", "--seconds", "0"], "--seconds must be > 0"),
         (["bench", "--contention", "-1"], "--contention >= 0"),
         (["bench", "--num-envs", "x"], "invalid int value"),
-        (["benchmark"], "unknown command 'benchmark'"),
+        (["benchmark"], "invalid choice: 'benchmark'"),
         (["bench", "--multiagent", "--envs", "CartPole-v1"], "not allowed with argument"),
         (["bench", "--dm-control", "--multiagent"], "not allowed with argument"),
         (
