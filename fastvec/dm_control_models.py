@@ -5,11 +5,11 @@ model files.
 An ``xml_file`` of a dm_control env is found as :func:`fastvec.mujoco_models.model_path` finds one, but a bare
 name is looked up in dm_control's suite (``"cartpole.xml"``).
 
-Some domains build their model in Python from a suite file (cartpole's poles, swimmer's ``n`` links, quadruped's arena
-per task, manipulator's props, stacker's boxes, lqr's chain). Their bare names (``"swimmer6.xml"``, ...:
+Some domains build their model in Python from a suite file (cartpole's poles, swimmer's ``n`` links, quadruped's and
+dog's arena per task, manipulator's props, stacker's boxes, lqr's chain). Their bare names (``"swimmer6.xml"``, ...:
 :data:`GENERATED`) are made here the way the suite's own functions make them, with the standard library's ElementTree
 instead of lxml, and written once to a cache directory (the file named by a hash of its text) with the suite's
-``common`` includes as absolute paths.
+``common`` includes (and the dog's assets) as absolute paths.
 """
 
 from __future__ import annotations
@@ -192,6 +192,36 @@ def lqr(n_bodies: int, n_actuators: int) -> ET.Element:
     return mjcf
 
 
+def dog(floor_size: float, remove_ball: bool) -> ET.Element:
+    """dog.py's make_model(floor_size, remove_ball): the floor resized; for stand and the move tasks without the
+    ball, its target, the two cameras on them and the walls. The meshes and textures (dm_control hands them to
+    MuJoCo as assets) are read from the suite's dog_assets directory, made absolute."""
+    mjcf = _read("dog.xml")
+    parent_of = {child: parent for parent in mjcf.iter() for child in parent}
+
+    def remove(tag: str, name: str) -> None:
+        element = mjcf.find(f".//{tag}[@name='{name}']")
+        if element is None:
+            raise ValueError(f"dm_control's dog.xml has no {tag} named {name!r}")
+        parent_of[element].remove(element)
+
+    compiler = mjcf.find("./compiler")
+    assert compiler is not None
+    for directory in ("meshdir", "texturedir"):
+        compiler.set(directory, str((suite_dir() / "dog_assets").resolve()) + os.sep)
+    floor = mjcf.find(".//geom[@name='floor']")
+    assert floor is not None
+    floor.set("size", f"{floor_size} {floor_size} .1")
+    if remove_ball:
+        remove("body", "ball")
+        remove("geom", "target")
+        remove("camera", "ball")
+        remove("camera", "head")
+        for wall in ("px", "nx", "py", "ny"):
+            remove("geom", f"wall_{wall}")
+    return mjcf
+
+
 # The generated models' names (an xml_file's bare name) and how each is made.
 GENERATED: dict[str, Callable[[], ET.Element]] = {
     "swimmer6.xml": lambda: swimmer(6),
@@ -210,6 +240,11 @@ GENERATED: dict[str, Callable[[], ET.Element]] = {
     "stacker_stack4.xml": lambda: stacker(4),
     "lqr_2_1.xml": lambda: lqr(2, 1),
     "lqr_6_2.xml": lambda: lqr(6, 2),
+    # dog.py's stand and walk (floor_size = speed * time limit: 1 * 15), trot (3 * 15), run (9 * 15) and fetch
+    "dog_walk.xml": lambda: dog(floor_size=1 * 15, remove_ball=True),
+    "dog_trot.xml": lambda: dog(floor_size=3 * 15, remove_ball=True),
+    "dog_run.xml": lambda: dog(floor_size=9 * 15, remove_ball=True),
+    "dog_fetch.xml": lambda: dog(floor_size=10, remove_ball=False),
 }
 
 

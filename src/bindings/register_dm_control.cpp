@@ -23,6 +23,8 @@
 #include "envs/dm_control/reacher.hpp"
 // humanoid_CMU, dog
 #include "envs/dm_control/humanoid_cmu.hpp"
+// dog
+#include "envs/dm_control/dog.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -88,6 +90,12 @@ const EnvFamily dm_control([] {
   add_task<DMC(humanoid_cmu::HumanoidCMU<0>)>("HumanoidCMUStand-v1");
   add_task<DMC(humanoid_cmu::HumanoidCMU<1>)>("HumanoidCMUWalk-v1");
   add_task<DMC(humanoid_cmu::HumanoidCMU<10>)>("HumanoidCMURun-v1");
+  // dog
+  add_task<DMC(dog::Stand)>("DogStand-v1");
+  add_task<DMC(dog::Move<1>)>("DogWalk-v1");
+  add_task<DMC(dog::Move<3>)>("DogTrot-v1");
+  add_task<DMC(dog::Move<9>)>("DogRun-v1");
+  add_task<DMC(dog::Fetch)>("DogFetch-v1");
 });
 
 }  // namespace
