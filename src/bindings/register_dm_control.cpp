@@ -88,6 +88,8 @@ const EnvFamily dm_control([] {
   add_task<DMC(humanoid_cmu::HumanoidCMU<0>)>("HumanoidCMUStand-v1");
   add_task<DMC(humanoid_cmu::HumanoidCMU<1>)>("HumanoidCMUWalk-v1");
   add_task<DMC(humanoid_cmu::HumanoidCMU<10>)>("HumanoidCMURun-v1");
+  // escape
+  add_task<DMC(quadruped::Escape)>("QuadrupedEscape-v1");
 });
 
 }  // namespace
