@@ -509,6 +509,26 @@ def test_escape_terrain_per_env(num_threads, block_size):
     assert len(terrains) == n  # the references drew different terrains, which fastvec's envs matched
 
 
+def test_escape_over_many_seeds():
+    """16 terrains (seeds 100 to 115): the drop onto each and the rangefinders' view of it, 20 steps on."""
+    seed, n = 100, 16
+    refs = [suite_load("QuadrupedEscape-v1", seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    actions = np.random.default_rng(seed)
+    with fastvec.make("QuadrupedEscape-v1", num_envs=n) as env:
+        obs, _ = env.reset(seed=seed)
+        steps = [ref.reset() for ref in refs]
+        for t in range(20):
+            for i, ts in enumerate(steps):
+                assert_obs(obs, i, ts.observation, f"step {t} env {i}")
+            a = actions.uniform(spec.minimum, spec.maximum, size=(n, *spec.shape))
+            obs, reward, *_ = env.step(a)
+            steps = [ref.step(a[i]) for i, ref in enumerate(refs)]
+            for i, ts in enumerate(steps):
+                assert_same(reward[i], np.float64(ts.reward), f"step {t} env {i} reward")
+    assert (obs["rangefinder"] < 1).any()  # some rangefinders see the terrain
+
+
 # Run in a child process with MUJOCO_GL=egl: dm_control's escape, untouched (its heightfield uploaded to a real
 # rendering context), from a seed through actions; its observations and rewards.
 ESCAPE_WITH_RENDERER = """
