@@ -1,7 +1,7 @@
-"""numpy's own float64 ``exp``, ``log1p`` and ``arcsinh`` loops, handed to the compiled module so that the native
-envs compute ``np.exp`` (MPE, dm_control's rewards), ``np.log1p`` (dm_control's hopper) and ``np.arcsinh``
-(dm_control's quadruped) as numpy does in this process: numpy picks its kernel by CPU (SVML's on AVX-512 CPUs),
-which differs from libm's in the last bit for about 5% of arguments.
+"""numpy's own float64 ``exp``, ``log1p``, ``arcsinh``, ``tanh`` and ``cos`` loops, handed to the compiled module so
+that the native envs compute ``np.exp`` (MPE, dm_control's rewards), ``np.log1p`` (dm_control's hopper),
+``np.arcsinh``, ``np.tanh`` and ``np.cos`` (dm_control's quadruped) as numpy does in this process: numpy picks its
+kernel by CPU (SVML's on AVX-512 CPUs), which differs from libm's in the last bit for about 5% of arguments.
 
 The loop is read from the ``np.exp`` ufunc object (``PyUFuncObject``'s ``functions``, ``data``, ``ntypes`` and
 ``types``, whose layout numpy has kept since 1.x) and checked against ``np.exp`` before it is handed over;
@@ -93,3 +93,19 @@ def hand_over_arctan2() -> None:
     probes = np.linspace(-3.0, 3.0, 65)
     if loop is not None and all(call(loop, y, x) == np.arctan2(y, x) for y in probes for x in probes):
         _core.set_numpy_arctan2(*loop)
+
+
+def hand_over_tanh() -> None:
+    """np.tanh's loop to the dm_control envs (quadruped escape's rangefinders), checked as :func:`hand_over_exp`'s."""
+    loop = float64_loop(np.tanh)
+    probes = np.linspace(-5.0, 5.0, 257)
+    if loop is not None and all(call(loop, x) == np.tanh(x) for x in probes):
+        _core.set_numpy_tanh(*loop)
+
+
+def hand_over_cos() -> None:
+    """np.cos's loop to the dm_control envs (quadruped escape's terrain and upright reward), checked likewise."""
+    loop = float64_loop(np.cos)
+    probes = np.linspace(0.0, 7.0, 257)
+    if loop is not None and all(call(loop, x) == np.cos(x) for x in probes):
+        _core.set_numpy_cos(*loop)

@@ -228,9 +228,10 @@ GENERATED: dict[str, Callable[[], ET.Element]] = {
     "swimmer15.xml": lambda: swimmer(15),
     "cartpole_two_poles.xml": lambda: cartpole(2),
     "cartpole_three_poles.xml": lambda: cartpole(3),
-    # quadruped.py's walk (floor_size = time limit * speed), run and fetch
+    # quadruped.py's walk (floor_size = time limit * speed), run, escape and fetch
     "quadruped_walk.xml": lambda: quadruped(floor_size=20 * 0.5),
     "quadruped_run.xml": lambda: quadruped(floor_size=20 * 5),
+    "quadruped_escape.xml": lambda: quadruped(floor_size=40, terrain=True, rangefinders=True),
     "quadruped_fetch.xml": lambda: quadruped(walls_and_ball=True),
     "manipulator_bring_ball.xml": lambda: manipulator(use_peg=False, insert=False),
     "manipulator_bring_peg.xml": lambda: manipulator(use_peg=True, insert=False),

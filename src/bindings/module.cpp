@@ -118,6 +118,26 @@ PYBIND11_MODULE(_core, m) {
       "numpy's float64 arcsinh loop (its address and data), for the dm_control envs' np.arcsinh; set by fastvec "
       "when it is imported (fastvec._numpy_loops).");
 
+  m.def(
+      "set_numpy_tanh",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_tanh.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                      reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 tanh loop (its address and data), for the dm_control envs' np.tanh; set by fastvec when it "
+      "is imported (fastvec._numpy_loops).");
+
+  m.def(
+      "set_numpy_cos",
+      [](uintptr_t loop, uintptr_t data) {
+        fastvec::envs::numpy_cos.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                     reinterpret_cast<void*>(data));
+      },
+      py::arg("loop"), py::arg("data"),
+      "numpy's float64 cos loop (its address and data), for the dm_control envs' np.cos; set by fastvec when it "
+      "is imported (fastvec._numpy_loops).");
+
 #ifdef FASTVEC_WITH_XLA
   m.attr("has_xla") = true;
   m.def(

@@ -96,6 +96,8 @@ const EnvFamily dm_control([] {
   add_task<DMC(dog::Move<3>)>("DogTrot-v1");
   add_task<DMC(dog::Move<9>)>("DogRun-v1");
   add_task<DMC(dog::Fetch)>("DogFetch-v1");
+  // escape
+  add_task<DMC(quadruped::Escape)>("QuadrupedEscape-v1");
 });
 
 }  // namespace

@@ -9,7 +9,12 @@ their bits (``-0.0`` is not ``0.0``), over whole episodes of random actions, a s
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import pickle
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -33,12 +38,35 @@ def _in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+class _NoRenderer:
+    """The rendering contexts of a reference whose task re-uploads its heightfield to them at each reset (quadruped
+    escape's ``mjr_uploadHField``): making real ones takes an OpenGL backend in this process (MUJOCO_GL), and the
+    upload changes nothing compared here. test_escape_with_dm_controls_renderer runs dm_control untouched, with
+    EGL, in a child process."""
+
+    ptr = None
+
+    @contextlib.contextmanager
+    def make_current(self):
+        yield self
+
+    def call(self, func, *args) -> None:
+        pass
+
+    def free(self) -> None:
+        pass
+
+
 def suite_load(env_id: str, seed: int, time_limit: float | None = None, **environment_kwargs):
     from dm_control import suite
+    from dm_control.mujoco.engine import Contexts
 
     domain, task = TASKS[env_id]
     task_kwargs: dict = {"random": seed} if time_limit is None else {"random": seed, "time_limit": time_limit}
-    return suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=environment_kwargs or None)
+    env = suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=environment_kwargs or None)
+    if env_id == "QuadrupedEscape-v1":
+        env.physics._contexts = Contexts(gl=_NoRenderer(), mujoco=_NoRenderer())
+    return env
 
 
 def _bits(a: object) -> np.ndarray:
@@ -204,6 +232,7 @@ GENERATED = {
     "quadruped_walk.xml": "QuadrupedWalk-v1",
     "quadruped_run.xml": "QuadrupedRun-v1",
     "quadruped_fetch.xml": "QuadrupedFetch-v1",
+    "quadruped_escape.xml": "QuadrupedEscape-v1",
     "manipulator_bring_ball.xml": "ManipulatorBringBall-v1",
     "manipulator_bring_peg.xml": "ManipulatorBringPeg-v1",
     "manipulator_insert_ball.xml": "ManipulatorInsertBall-v1",
@@ -459,3 +488,93 @@ def test_gymnasium_single_env_and_make_vec():
     obs, _ = vec.reset(seed=0)
     assert obs["position"].shape == (2, 8) and obs in vec.observation_space
     vec.close()
+
+
+def test_numpy_tanh_and_cos_are_handed_over():
+    """The quadruped's escape observes np.tanh of its rangefinders (numpy's AVX-512 loop is not libm's for about a
+    third of arguments) and builds its terrain's bowl and its upright bound with np.cos: numpy's own loops."""
+    from fastvec import _numpy_loops
+
+    rng = np.random.default_rng(0)
+    for ufunc, x in ((np.tanh, rng.uniform(-4, 4, 2000)), (np.cos, rng.uniform(0, 2 * np.pi, 2000))):
+        loop = _numpy_loops.float64_loop(ufunc)
+        assert loop is not None
+        assert all(_numpy_loops.call(loop, v) == ufunc(v) for v in x), ufunc.__name__
+
+
+@pytest.mark.parametrize(("num_threads", "block_size"), [(1, 4), (2, 2)])
+def test_escape_terrain_per_env(num_threads, block_size):
+    """Each env's terrain is its own (drawn into its own model): 4 envs in blocks of 4 or 2, each as its own
+    dm_control env, through two resets."""
+    seed, n = 21, 4
+    refs = [suite_load("QuadrupedEscape-v1", seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    actions = np.random.default_rng(seed)
+    with fastvec.make("QuadrupedEscape-v1", num_envs=n, num_threads=num_threads, block_size=block_size) as env:
+        for episode in range(2):
+            obs, _ = env.reset(seed=seed) if episode == 0 else env.reset()
+            steps = [ref.reset() for ref in refs]
+            for t in range(100):
+                for i, ts in enumerate(steps):
+                    assert_obs(obs, i, ts.observation, f"episode {episode} step {t} env {i}")
+                a = actions.uniform(spec.minimum, spec.maximum, size=(n, *spec.shape))
+                obs, reward, *_ = env.step(a)
+                steps = [ref.step(a[i]) for i, ref in enumerate(refs)]
+                for i, ts in enumerate(steps):
+                    assert_same(reward[i], np.float64(ts.reward), f"episode {episode} step {t} env {i} reward")
+    terrains = {ref.physics.model.hfield_data.tobytes() for ref in refs}
+    assert len(terrains) == n  # the references drew different terrains, which fastvec's envs matched
+
+
+def test_escape_over_many_seeds():
+    """16 terrains (seeds 100 to 115): the drop onto each and the rangefinders' view of it, 20 steps on."""
+    seed, n = 100, 16
+    refs = [suite_load("QuadrupedEscape-v1", seed + i) for i in range(n)]
+    spec = refs[0].action_spec()
+    actions = np.random.default_rng(seed)
+    with fastvec.make("QuadrupedEscape-v1", num_envs=n) as env:
+        obs, _ = env.reset(seed=seed)
+        steps = [ref.reset() for ref in refs]
+        for t in range(20):
+            for i, ts in enumerate(steps):
+                assert_obs(obs, i, ts.observation, f"step {t} env {i}")
+            a = actions.uniform(spec.minimum, spec.maximum, size=(n, *spec.shape))
+            obs, reward, *_ = env.step(a)
+            steps = [ref.step(a[i]) for i, ref in enumerate(refs)]
+            for i, ts in enumerate(steps):
+                assert_same(reward[i], np.float64(ts.reward), f"step {t} env {i} reward")
+    assert (obs["rangefinder"] < 1).any()  # some rangefinders see the terrain
+
+
+# Run in a child process with MUJOCO_GL=egl: dm_control's escape, untouched (its heightfield uploaded to a real
+# rendering context), from a seed through actions; its observations and rewards.
+ESCAPE_WITH_RENDERER = """
+import pickle, sys
+from dm_control import suite
+seed, actions = pickle.load(open(sys.argv[1], "rb"))
+env = suite.load("quadruped", "escape", task_kwargs={"random": seed})
+steps = [env.reset()]
+steps += [env.step(a) for a in actions]
+assert env.physics._contexts is not None  # the heightfield went to a real renderer
+pickle.dump([(dict(ts.observation), ts.reward) for ts in steps], open(sys.argv[2], "wb"))
+"""
+
+
+def test_escape_with_dm_controls_renderer(tmp_path):
+    """The reference with its rendering contexts (EGL, in a child) gives what fastvec does: the contexts the other
+    tests stub out change nothing compared."""
+    seed, steps = 3, 60
+    with fastvec.make("QuadrupedEscape-v1", num_envs=1) as env:
+        space = env.single_action_space
+        actions = np.random.default_rng(seed).uniform(space.low, space.high, (steps, *space.shape))
+        (tmp_path / "in.pkl").write_bytes(pickle.dumps((seed, actions)))
+        gl = {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+        child = [sys.executable, "-c", ESCAPE_WITH_RENDERER, str(tmp_path / "in.pkl"), str(tmp_path / "out.pkl")]
+        subprocess.run(child, check=True, env=gl, cwd=tmp_path, timeout=200)
+        want = pickle.loads((tmp_path / "out.pkl").read_bytes())
+        obs, _ = env.reset(seed=seed)
+        assert_obs(obs, 0, want[0][0], "reset")
+        for t, a in enumerate(actions, 1):
+            obs, reward, *_ = env.step(a[None])
+            assert_obs(obs, 0, want[t][0], f"step {t}")
+            assert_same(reward[0], np.float64(want[t][1]), f"step {t} reward")

@@ -1,7 +1,7 @@
 #pragma once
-// Quadruped's walk, run and fetch tasks: a port of dm_control/suite/quadruped.py (Move, Fetch), on the models
-// its make_model(floor_size, terrain, rangefinders, walls_and_ball) builds (fastvec/dm_control_models.py makes
-// the same files).
+// Quadruped's walk, run, escape and fetch tasks: a port of dm_control/suite/quadruped.py (Move, Escape, Fetch), on
+// the models its make_model(floor_size, terrain, rangefinders, walls_and_ball) builds
+// (fastvec/dm_control_models.py makes the same files).
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,11 @@
 #include <numbers>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envs/dm_control/dm_control_env.hpp"
 #include "envs/dm_control/rewards.hpp"
+#include "envs/dm_control/zoom.hpp"
 #include "envs/numpy_unary.hpp"
 
 namespace fastvec::envs::dm_control::quadruped {
@@ -129,6 +131,107 @@ class Move {
  private:
   Common common_;
   Tolerance move_{kSpeed, kInf, kSpeed, Sigmoid::kLinear, 0.5};
+};
+
+// Escape: out of a bowl of random bumps, a heightfield each env redraws at reset into its own model (hfield_data:
+// physics reads it; nothing here renders it).
+class Escape {
+ public:
+  static constexpr const char* kModel = "quadruped_escape.xml";
+  static constexpr double kTimeLimit = 20;
+  static constexpr double kControlTimestep = .02;
+  static constexpr bool kModelPerEnv = true;
+
+  explicit Escape(const mjModel& m)
+      : common_(m),
+        workspace_(object_id(m, mjOBJ_SITE, "workspace")),
+        upright_(upright_tolerance()),
+        escape_(m.nhfield > 0 ? m.hfield_size[0] : 0, kInf, m.nhfield > 0 ? m.hfield_size[0] : 0, Sigmoid::kLinear,
+                0) {
+    if (m.nhfield < 1) throw std::invalid_argument("xml_file: the escape task's model needs its terrain heightfield");
+    res_ = m.hfield_nrow[0];
+    if (res_ != m.hfield_ncol[0]) throw std::invalid_argument("xml_file: the terrain heightfield must be square");
+    hfield_adr_ = m.hfield_adr[0];
+    // terrain_size / _TERRAIN_BUMP_SCALE (2 m) bumps along each side, zoomed to the heightfield's resolution
+    bump_res_ = static_cast<int64_t>(2 * m.hfield_size[0] / 2);
+    if (bump_res_ < 1 || zoom_shape(bump_shape(), res_ / static_cast<double>(bump_res_))[0] != res_)
+      throw std::invalid_argument("xml_file: the terrain heightfield's size gives no whole bump grid for it");
+    // The sinusoidal bowl: np.ogrid[-1:1:res*1j, -1:1:res*1j] (i * step + -1), radius clipped to [.04, 1].
+    const double step = 2 / static_cast<double>(res_ - 1);
+    std::vector<double> grid(res_), square(res_);
+    for (int64_t k = 0; k < res_; ++k) {
+      grid[k] = static_cast<double>(k) * step + -1.0;
+      square[k] = grid[k] * grid[k];
+    }
+    bowl_.resize(res_ * res_);
+    for (int64_t r = 0; r < res_; ++r) {
+      for (int64_t c = 0; c < res_; ++c) {
+        const double radius = std::min(std::max(std::sqrt(square[c] + square[r]), .04), 1.0);
+        bowl_[r * res_ + c] = .5 - numpy_cos(2 * std::numbers::pi * radius) / 2;
+      }
+    }
+    for (int s = 0; s < m.nsensor; ++s)
+      for (int k = 0; m.sensor_type[s] == mjSENS_RANGEFINDER && k < m.sensor_dim[s]; ++k)
+        rangefinders_.push_back(m.sensor_adr[s] + k);
+  }
+
+  std::vector<core::ObsField> observation() const {
+    std::vector<core::ObsField> fields = common_.observation();
+    fields.push_back({"origin", {3}});
+    fields.push_back({"rangefinder", {static_cast<int64_t>(rangefinders_.size())}});
+    return fields;
+  }
+
+  // The terrain: the bowl times bumps uniform in [_TERRAIN_SMOOTHNESS, 1) zoomed by scipy's cubic spline, as
+  // float32 into env i's heightfield; then the quadruped dropped at the origin in a random orientation.
+  void initialize_episode(Physics& p, int i, RandomState& random) {
+    bumps_.resize(bump_res_ * bump_res_);
+    for (double& b : bumps_) b = random.uniform(kSmoothness, 1);
+    smooth_.resize(res_ * res_);
+    zoom(bumps_.data(), bump_shape(), res_ / static_cast<double>(bump_res_), smooth_.data(), zoom_work_);
+    float* hfield = p.own_model(i).hfield_data + hfield_adr_;
+    for (int64_t k = 0; k < res_ * res_; ++k) hfield[k] = static_cast<float>(bowl_[k] * smooth_[k]);
+    double orientation[4];
+    for (double& q : orientation) q = random.standard_normal();
+    const double norm = mujoco::norm(orientation, 4);
+    for (double& q : orientation) q /= norm;
+    common_.find_non_contacting_height(p, i, orientation, 0.0, 0.0);
+  }
+
+  double reward(const mjModel&, const mjData& d) const {
+    const double escape = escape_(mujoco::norm(d.site_xpos + 3 * workspace_, 3), Arg::kArray);
+    return upright_(common_.torso_upright(d), Arg::kArray) * escape;
+  }
+
+  // origin: -torso_pos.dot(torso_frame); rangefinder: tanh of each reading, 1 where it found nothing (-1).
+  void write_obs(const mjModel&, const mjData& d, double* out) const {
+    out = common_.write_obs(d, out);
+    const int torso = common_.torso();
+    vec_dot_mat3(d.xpos + 3 * torso, d.xmat + 9 * torso, out);
+    for (int k = 0; k < 3; ++k) out[k] = -out[k];
+    out += 3;
+    for (int a : rangefinders_) *out++ = d.sensordata[a] == -1.0 ? 1.0 : numpy_tanh(d.sensordata[a]);
+  }
+
+ private:
+  static constexpr double kSmoothness = 0.15;  // _TERRAIN_SMOOTHNESS
+
+  // _upright_reward(physics, deviation_angle=20): np.cos(np.deg2rad(20)), numpy's deg2rad being x * (pi / 180).
+  static Tolerance upright_tolerance() {
+    const double deviation = numpy_cos(20 * (std::numbers::pi / 180.0));
+    return Tolerance(deviation, kInf, 1 + deviation, Sigmoid::kLinear, 0);
+  }
+
+  std::vector<int64_t> bump_shape() const { return {bump_res_, bump_res_}; }
+
+  Common common_;
+  int workspace_;
+  Tolerance upright_, escape_;
+  int64_t res_ = 0, bump_res_ = 0, hfield_adr_ = 0;
+  std::vector<double> bowl_;
+  std::vector<int> rangefinders_;
+  // initialize_episode's scratch (a block's task is called from one thread at a time)
+  std::vector<double> bumps_, smooth_, zoom_work_;
 };
 
 class Fetch {
