@@ -1,6 +1,7 @@
 #pragma once
 // Humanoid's stand, walk and run tasks, with egocentric features or the pure state: a port of
-// dm_control/suite/humanoid.py (Humanoid).
+// dm_control/suite/humanoid.py (Humanoid). humanoid_CMU.py's tasks are the same over another body
+// (humanoid_cmu.hpp): the Body parameter names what differs.
 
 #include <algorithm>
 #include <limits>
@@ -12,20 +13,33 @@ namespace fastvec::envs::dm_control::humanoid {
 
 inline constexpr double kStandHeight = 1.4;
 
-// kMoveSpeed: 0 (stand), 1 (walk) or 10 (run); kPureState: qpos and qvel as the observation.
-template <int kMoveSpeed, bool kPureState = false>
-class Humanoid {
- public:
+// humanoid.xml's body. A Body: the model, the suite's time limit and control timestep, the names of the body
+// whose frame the features are in (the torso) and of the limbs, the torso's centre-of-mass velocity sensor, and
+// which entry of the torso's xmat says how upright it is.
+struct HumanoidBody {
   static constexpr const char* kModel = "humanoid.xml";
   static constexpr double kTimeLimit = 25;
   static constexpr double kControlTimestep = .025;
+  static constexpr const char* kTorso = "torso";
+  static constexpr const char* kLimbs[4] = {"left_hand", "left_foot", "right_hand", "right_foot"};
+  static constexpr const char* kComVelocity = "torso_subtreelinvel";
+  static constexpr int kUprightEntry = 8;  // zz
+};
 
-  explicit Humanoid(const mjModel& m)
-      : torso_(object_id(m, mjOBJ_BODY, "torso")),
+// kMoveSpeed: 0 (stand), 1 (walk) or 10 (run); kPureState: qpos and qvel as the observation.
+template <class Body, int kMoveSpeed, bool kPureState = false>
+class HumanoidTask {
+ public:
+  static constexpr const char* kModel = Body::kModel;
+  static constexpr double kTimeLimit = Body::kTimeLimit;
+  static constexpr double kControlTimestep = Body::kControlTimestep;
+
+  explicit HumanoidTask(const mjModel& m)
+      : torso_(object_id(m, mjOBJ_BODY, Body::kTorso)),
         head_(object_id(m, mjOBJ_BODY, "head")),
-        limbs_{object_id(m, mjOBJ_BODY, "left_hand"), object_id(m, mjOBJ_BODY, "left_foot"),
-               object_id(m, mjOBJ_BODY, "right_hand"), object_id(m, mjOBJ_BODY, "right_foot")},
-        com_velocity_(m.sensor_adr[object_id(m, mjOBJ_SENSOR, "torso_subtreelinvel")]),
+        limbs_{object_id(m, mjOBJ_BODY, Body::kLimbs[0]), object_id(m, mjOBJ_BODY, Body::kLimbs[1]),
+               object_id(m, mjOBJ_BODY, Body::kLimbs[2]), object_id(m, mjOBJ_BODY, Body::kLimbs[3])},
+        com_velocity_(m.sensor_adr[object_id(m, mjOBJ_SENSOR, Body::kComVelocity)]),
         nq_(static_cast<int>(m.nq)),
         nv_(static_cast<int>(m.nv)),
         nu_(static_cast<int>(m.nu)) {
@@ -49,7 +63,7 @@ class Humanoid {
 
   double reward(const mjModel&, const mjData& d) const {
     const double standing = standing_(d.xpos[3 * head_ + 2], Arg::kScalar);
-    const double upright = upright_(d.xmat[9 * torso_ + 8], Arg::kScalar);
+    const double upright = upright_(d.xmat[9 * torso_ + Body::kUprightEntry], Arg::kScalar);
     const double stand_reward = standing * upright;
     // tolerance(control, margin=1, sigmoid='quadratic').mean()
     double small_control =
@@ -97,5 +111,8 @@ class Humanoid {
   Tolerance dont_move_{0, 0, 2};
   Tolerance move_{kMoveSpeed, kInf, kMoveSpeed, Sigmoid::kLinear, 0};
 };
+
+template <int kMoveSpeed, bool kPureState = false>
+using Humanoid = HumanoidTask<HumanoidBody, kMoveSpeed, kPureState>;
 
 }  // namespace fastvec::envs::dm_control::humanoid
