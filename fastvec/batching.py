@@ -25,6 +25,8 @@ def rows(space: gym.Space, batch: Any, pick: np.ndarray) -> Any:
         return {k: rows(s, batch[k], pick) for k, s in space.spaces.items()}
     if isinstance(space, gym.spaces.Tuple):
         return tuple(rows(s, b, pick) for s, b in zip(space.spaces, batch, strict=True))
+    if isinstance(batch, tuple):  # a space of no fixed size (Text, Graph, ...): gymnasium batches a tuple of objects
+        return tuple(batch[i] for i in np.asarray(pick).tolist())
     return batch[pick]
 
 
@@ -33,6 +35,8 @@ def concatenate(space: gym.Space, batches: list[Any]) -> Any:
         return {k: concatenate(s, [b[k] for b in batches]) for k, s in space.spaces.items()}
     if isinstance(space, gym.spaces.Tuple):
         return tuple(concatenate(s, [b[j] for b in batches]) for j, s in enumerate(space.spaces))
+    if isinstance(batches[0], tuple):  # (tuples of objects, as rows() says)
+        return tuple(x for b in batches for x in b)
     return np.concatenate(batches)
 
 

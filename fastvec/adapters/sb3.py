@@ -92,6 +92,7 @@ class SB3VecEnv(SB3Base):
         self._t_start = time.time()
         self._actions = None
         observation_space, self._scalar_keys = _without_scalar_fields(env.single_observation_space)
+        self._object_fields = _object_fields(observation_space)
         super().__init__(env.num_envs, observation_space, env.single_action_space)
 
     # -- stepping ---------------------------------------------------------
@@ -124,7 +125,7 @@ class SB3VecEnv(SB3Base):
             part, info = self.env.reset(
                 seed=None if seeds is None else [seeds[i] for i in ids], options={**opts, "env_id": ids}
             )
-            out = _place(out, part, ids, self.num_envs)
+            out = _place(out, self._stacked(part, objects=True), ids, self.num_envs)
             for i, row in zip(ids, info_rows(info, len(ids)), strict=True):
                 self.reset_infos[i] = row
         return self._rows(out)
@@ -152,7 +153,10 @@ class SB3VecEnv(SB3Base):
         return self._rows(obs), reward, dones, infos
 
     def _rows(self, obs: Any, batched: bool = True) -> Any:
-        """``obs`` (a batch, or one env's) with its scalar Dict fields as shape (1,) (views: no copy)."""
+        """``obs`` (a batch, or one env's) with its scalar Dict fields as shape (1,) (views: no copy), and a batch's
+        fields of no fixed size stacked (see :meth:`_stacked`)."""
+        if batched and self._object_fields:
+            obs = self._stacked(obs)
         if not self._scalar_keys:
             return obs
         return {
@@ -211,6 +215,27 @@ class SB3VecEnv(SB3Base):
         frames = self.env.render()  # a native env's frames, or each Python env's render()
         assert frames is not None  # (render_mode is rgb_array)
         return list(frames)
+
+    def _stacked(self, obs: Any, objects: bool = False) -> Any:
+        """A batch whose fields of no fixed size (Text, Graph, ...: tuples of the envs' values) are stacked as
+        SubprocVecEnv stacks every field (``np.stack``: strings as a string array; what it refuses, refused), or
+        (``objects``) put in object arrays, to be placed by rows and stacked once whole."""
+
+        def stack(values: Any) -> np.ndarray:
+            if not objects:
+                return np.stack(list(values))
+            out = np.empty(len(values), dtype=object)
+            out[:] = list(values)
+            return out
+
+        fields = self._object_fields
+        if not fields:
+            return obs
+        if fields == [None]:
+            return stack(obs)
+        if isinstance(obs, dict):
+            return {k: stack(v) if k in fields else v for k, v in obs.items()}
+        return tuple(stack(v) if i in fields else v for i, v in enumerate(obs))
 
     def _batched(self, actions: Any) -> Any:
         """For a Dict or Tuple action space, a list of per-env actions (a list of dicts, of tuples), which
@@ -288,6 +313,17 @@ def _without_scalar_fields(space: gym.Space) -> tuple[gym.Space, frozenset[str]]
 def _is_env_fns(env_id: Any) -> bool:
     """Whether ``env_id`` is a list (any sequence but a str) of env makers: ``SubprocVecEnv(env_fns)``'s idiom."""
     return isinstance(env_id, Sequence) and not isinstance(env_id, (str, bytes))
+
+
+def _object_fields(space: gym.Space) -> list[Any]:
+    """The fields of ``space`` (Dict keys, Tuple indices; ``[None]``: the space itself) that have no fixed size, which
+    the pool batches as tuples of the envs' values (SB3 refuses nested Dict and Tuple spaces)."""
+    fixed = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    if isinstance(space, gym.spaces.Dict):
+        return [k for k, sub in space.spaces.items() if not isinstance(sub, fixed)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [i for i, sub in enumerate(space.spaces) if not isinstance(sub, fixed)]
+    return [] if isinstance(space, fixed) else [None]
 
 
 def _place(out: Any, part: Any, ids: list[int], n: int) -> Any:

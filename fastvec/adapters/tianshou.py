@@ -58,8 +58,10 @@ class TianshouVectorEnv:
         self.ready_id: list[int] = list(range(self.env_num))
         self.is_closed = False
         self._action_spaces = [copy.deepcopy(env.single_action_space) for _ in range(self.env_num)]
-        # Dict/Tuple observations go out as Tianshou's venvs give a Dict's: an object array, each env's own.
-        self._structured = isinstance(env.single_observation_space, (gym.spaces.Dict, gym.spaces.Tuple))
+        # Dict/Tuple observations go out as Tianshou's venvs give a Dict's: an object array, each env's own; so do
+        # those of spaces of no fixed size (Text, Graph, ...), which the pool batches as tuples of the envs' values.
+        fixed = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+        self._structured = not isinstance(env.single_observation_space, fixed)
         # The first observation and reset info of episodes the pool began at the step that ended the last.
         self._reset_obs: dict[int, Any] = {}
         self._reset_info: dict[int, dict[str, Any]] = {}

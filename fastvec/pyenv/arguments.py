@@ -95,10 +95,10 @@ def count_workers(num_workers: int | str | None, num_envs: int) -> int:
 
 def check_actions(
     space: gym.Space, leaf_spaces: list[gym.Space], simple: bool, batched: gym.Space, actions: Any, rows: int
-) -> list[np.ndarray]:
+) -> list[Any]:
     """``actions`` for ``rows`` envs of action space ``space`` as one array per leaf space (``simple``: the space is
-    its one leaf, not nested), each of the shape and dtype the shared memory keeps; ``batched`` is the batched
-    space, for the message.
+    its one leaf, not nested), each of the shape and dtype the shared memory keeps, or for a dynamic leaf (Text,
+    Graph, ...) a tuple of the ``rows`` envs' values; ``batched`` is the batched space, for the message.
 
     The envs get their actions as gymnasium's vector envs pass them, and decide themselves: a value outside the
     space (a Discrete action out of range, NaN, a Box action out of bounds) reaches the env, whose own check (or
@@ -114,7 +114,17 @@ def check_actions(
     return [_check_leaf(leaf, value, rows) for leaf, value in zip(leaf_spaces, values, strict=True)]
 
 
-def _check_leaf(space: gym.Space, value: Any, rows: int) -> np.ndarray:
+def _check_leaf(space: gym.Space, value: Any, rows: int) -> Any:
+    if not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        # A dynamic leaf (Text, Graph, ...): one object per env, as gymnasium's iterate takes them; the env decides.
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
+            raise TypeError(
+                f"actions for {space} must be a tuple of {rows} per-env values (as gymnasium batches this space), "
+                f"got a {type(value).__name__}"
+            )
+        if len(value) != rows:
+            raise ValueError(f"actions for {space} must hold {rows} per-env values, got {len(value)}")
+        return tuple(value[i] for i in range(rows))
     arr = np.asarray(value)
     dtype = np.dtype(cast(Any, space.dtype))
     if isinstance(space, gym.spaces.Box):

@@ -16,7 +16,7 @@ import numpy as np
 
 from fastvec._args import SET_KINDS
 from fastvec.pyenv.channel import Channel
-from fastvec.pyenv.layout import RESET_OPTIONS
+from fastvec.pyenv.layout import ACTIONS, RESET_OPTIONS
 from fastvec.pyenv.results import env_exception
 
 
@@ -72,6 +72,17 @@ class EnvCalls:
             payload = pickle.dumps((RESET_OPTIONS, "", targets), pickle.HIGHEST_PROTOCOL)
             self._channel.queue_request(w, 0, payload)
         self._channel.write_requests(workers)
+
+    def send_actions(self, ids: np.ndarray, blobs: list[bytes]) -> None:
+        """Writes each env's pickled dynamic action values (``blobs``, in ``ids``' order) whole into its worker's
+        call pipe, before its step is requested: the worker reads them there when it comes to the step."""
+        owner = self._worker_of[ids]
+        targets: dict[int, list[tuple[int, bytes]]] = {}
+        for e, w, blob in zip(ids.tolist(), owner.tolist(), blobs, strict=True):
+            targets.setdefault(w, []).append((e, blob))
+        for w, mine in targets.items():
+            self._channel.queue_request(w, 0, pickle.dumps((ACTIONS, "", mine), pickle.HIGHEST_PROTOCOL))
+        self._channel.write_requests(list(targets))
 
     def _await_reply(self, w: int, seq: int) -> list[tuple]:
         """Worker ``w``'s per-env replies to env call ``seq`` (a reply to an earlier call that an exception

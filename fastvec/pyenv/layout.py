@@ -37,6 +37,9 @@ OP_RESET_OPTIONS = 4  #: env.reset(seed=..., options=...), the options from a RE
 # The kind of a call-pipe request that carries reset options (per target env: its id and its pickled options)
 # rather than an env call; the parent writes it whole before it sends the resets, and no reply comes back.
 RESET_OPTIONS = "reset_options"
+# Likewise for the values of an action's dynamic leaves (per target env: its id and its pickled values), written
+# whole before the steps are sent.
+ACTIONS = "actions"
 
 # Per-env result flags (Buffers.flags), written by the worker.
 HAS_INFO = 1  #: a message with the env's info dict(s) is on the worker's side channel
@@ -57,10 +60,13 @@ class Leaf:
     shape: tuple[int, ...]  #: shape of one env's value
     dtype: np.dtype
     scalar: bool  #: Discrete: one env's value is a numpy integer, not an array
+    #: a space of no fixed size (Text, Graph, Sequence, OneOf, a custom Space): its values are pickled over the
+    #: pipes, not kept in shared memory, and batched as gymnasium's vector envs batch them, a tuple of objects
+    dynamic: bool = False
 
 
 def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
-    """The leaves of ``space`` in a fixed order; a TypeError for spaces the pool cannot share."""
+    """The leaves of ``space`` in a fixed order; a TypeError for what is not a gymnasium Space."""
     if isinstance(space, gym.spaces.Box):
         return [Leaf(path, tuple(space.shape), np.dtype(space.dtype), False)]
     if isinstance(space, gym.spaces.Discrete):
@@ -71,11 +77,9 @@ def leaves(space: gym.Space, path: tuple[Any, ...] = ()) -> list[Leaf]:
         return [leaf for key, sub in space.spaces.items() for leaf in leaves(sub, (*path, key))]
     if isinstance(space, gym.spaces.Tuple):
         return [leaf for i, sub in enumerate(space.spaces) for leaf in leaves(sub, (*path, i))]
-    raise TypeError(
-        "the Python-env pool batches Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those into shared "
-        f"memory; {space} is a {type(space).__name__} (gymnasium's vector envs batch Graph, Sequence, Text and OneOf "
-        "only as tuples of Python objects, without shared memory, which fastvec does not do)"
-    )
+    if isinstance(space, gym.spaces.Space):  # as gymnasium's batch_space batches any other Space
+        return [Leaf(path, (), np.dtype(object), False, True)]
+    raise TypeError(f"{space!r} is a {type(space).__name__}, not a gymnasium.spaces.Space")
 
 
 class SpacesDiffer(ValueError, RuntimeError):
@@ -243,10 +247,13 @@ class Layout:
             ("episode_return", (n,), np.dtype(np.float64)),
             ("episode_length", (n,), np.dtype(np.int32)),
         ]
-        out += [(f"obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs)]
-        out += [(f"act{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.act)]
+        # (dynamic leaves have no array: Buffers.obs, act and final_obs hold the fixed leaves' only)
+        out += [(f"obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs) if not leaf.dynamic]
+        out += [(f"act{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.act) if not leaf.dynamic]
         if self.final_obs:
-            out += [(f"final_obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs)]
+            out += [
+                (f"final_obs{i}", (n, *leaf.shape), leaf.dtype) for i, leaf in enumerate(self.obs) if not leaf.dynamic
+            ]
         return out
 
     @property

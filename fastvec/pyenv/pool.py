@@ -5,7 +5,9 @@ rewards and flags live in one shared mapping (a memfd: no name in /dev/shm,
 so nothing can leak even if the parent is killed) laid out as the batch
 arrays the caller receives; the parent copies a batch's rows out into fresh
 arrays, so a returned array is never overwritten. Only info dicts and
-tracebacks are pickled, and only when an env produced them.
+tracebacks are pickled, and only when an env produced them, and the values of
+spaces of no fixed size (Text, Graph, Sequence, OneOf, custom spaces: "dynamic
+leaves"), as gymnasium's AsyncVectorEnv(shared_memory=False) pickles them.
 
 :class:`PyEnvPool` is the state machine (each env fresh, idle or in flight; broken; needing a reset) over
 the request and result rings in the mapping (:mod:`fastvec.pyenv.rings`). It composes the worker processes
@@ -62,7 +64,7 @@ from fastvec.pyenv.layout import (
     leaves,
 )
 from fastvec.pyenv.processes import Resources, WorkerDiedError, Workers, check_start_method, refuse_in_main_import
-from fastvec.pyenv.results import Rows, merge_messages
+from fastvec.pyenv.results import Rows, decode_messages, merge_messages
 from fastvec.pyenv.rings import Rings
 
 __all__ = ["MAX_ENVS", "SPIN_SECONDS", "PyEnvPool", "WorkerDiedError", "make"]
@@ -189,10 +191,12 @@ class PyEnvPool:
             obs_leaves, act_leaves = tuple(leaves(obs_space)), tuple(leaves(act_space))
             layout = Layout(n, num_workers, int(counts.max()), obs_leaves, act_leaves, autoreset_mode == "same_step")
             self._simple_act = len(self._act_spaces) == 1 and not layout.act[0].path
+            self._act_leaves = layout.act
+            self._dynamic_act = any(leaf.dynamic for leaf in layout.act)
             os.ftruncate(memfd, layout.size)
             self._res.mm = mmap.mmap(memfd, layout.size)
             self._b = self._res.buffers = Buffers(layout, self._res.mm)
-            self._rows = Rows(self._b, obs_space, len(layout.obs) == 1 and not layout.obs[0].path)
+            self._rows = Rows(self._b, obs_space, layout.obs)
             import cloudpickle
 
             # The pool's spaces, cloudpickled as the workers sent them (a Space subclass may not pickle by name).
@@ -215,7 +219,7 @@ class PyEnvPool:
         # envs stay in flight and their results in their shared rows) and their side-channel messages: the next
         # receiving call returns them first (_collect). Empty on the path without errors.
         self._kept: list[int] = []
-        self._kept_messages: dict[int, bytes] = {}
+        self._kept_messages: dict[int, Any] = {}
 
     @property
     def closed(self) -> bool:
@@ -425,11 +429,27 @@ class PyEnvPool:
         checked = check_actions(
             self.single_action_space, self._act_spaces, self._simple_act, self._action_space, actions, rows
         )
+        if self._dynamic_act:
+            checked = self._send_dynamic_actions(checked, ids)
         for array, value in zip(self._b.act, checked, strict=True):
             if full:
                 array[:] = value
             else:
                 array[ids] = value
+
+    def _send_dynamic_actions(self, checked: list[Any], ids: np.ndarray) -> list[Any]:
+        """Sends each env its action's dynamic leaves, pickled (a TypeError before anything is sent if they cannot
+        be); the fixed leaves' values, for the shared memory."""
+        objects = [value for leaf, value in zip(self._act_leaves, checked, strict=True) if leaf.dynamic]
+        try:
+            blobs = [pickle.dumps([o[i] for o in objects], pickle.HIGHEST_PROTOCOL) for i in range(len(ids))]
+        except Exception as exc:
+            raise TypeError(
+                f"actions for {self.single_action_space} cannot be pickled to be sent to the envs' worker processes: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        self._calls.send_actions(ids, blobs)
+        return [value for leaf, value in zip(self._act_leaves, checked, strict=True) if not leaf.dynamic]
 
     def _dispatch(self, ids: np.ndarray) -> None:
         """Appends ``ids`` to their workers' request rings and wakes those workers."""
@@ -542,9 +562,7 @@ class PyEnvPool:
         if self._in_flight:
             self._collect(self._in_flight)
 
-    def _result(
-        self, ids: np.ndarray, messages: dict[int, bytes], sort: bool, reset: np.ndarray | None = None
-    ) -> Result:
+    def _result(self, ids: np.ndarray, messages: dict[int, Any], sort: bool, reset: np.ndarray | None = None) -> Result:
         """The batch rows of ``ids`` (every env when ``sort``), with the infos (or the first error, as an
         EnvError) of ``messages``. ``reset``: a partial reset that returns every row; the other envs report
         their observation only (their rows still hold their last step's reward and flags).
@@ -559,7 +577,11 @@ class PyEnvPool:
         else:
             rows = ids
             env_id = ids.astype(np.int32)
-        obs, reward, terminated, truncated, ended = self._rows.step(rows)
+        objects = final_objects = None
+        if self._rows.dynamic:  # the dynamic leaves' values are in the messages: unpickled once, here
+            messages = decode_messages(messages)
+            objects, final_objects = self._rows.objects(env_id, messages)
+        obs, reward, terminated, truncated, ended = self._rows.step(rows, objects)
         if self._mode == AutoresetMode.DISABLED:  # (an observed env's flags are its last step's: unchanged)
             self._needs_reset[env_id] = terminated | truncated
         if reset is not None:
@@ -571,7 +593,7 @@ class PyEnvPool:
         if ended.any():
             ep_return, ep_length = self._rows.episodes(rows)
             if self._mode == AutoresetMode.SAME_STEP:
-                final_obs = self._rows.obs(self._b.final_obs, env_id)
+                final_obs = self._rows.obs(self._b.final_obs, env_id, final_objects)
                 final_info = {}
         info: dict[str, Any] = {}
         error: BaseException | None = None
@@ -595,7 +617,7 @@ class PyEnvPool:
             final_info=final_info,
         )
 
-    def _keep(self, env_id: np.ndarray, messages: dict[int, bytes], failed: int) -> None:
+    def _keep(self, env_id: np.ndarray, messages: dict[int, Any], failed: int) -> None:
         """Keeps the rows of ``env_id`` but env ``failed``'s (whose exception is being raised) for the next
         receiving call, first: their envs are in flight again (not sent or reset until then), their results stay
         in their shared rows and their messages (an error among them included: that recv raises it) here."""

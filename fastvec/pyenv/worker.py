@@ -7,7 +7,7 @@ the :class:`Layout` and the pool's spaces over the wake pipe; the worker maps it
 reads and writes its envs' values by the pool's spaces (env 0's), so that spaces that compare equal but list
 their Dict keys in another order, or that differ in bounds (``observation_mode="different"``), share one layout.
 
-Protocol (all in shared memory, see :mod:`fastvec.pyenv.layout`): the parent
+Protocol (in shared memory, see :mod:`fastvec.pyenv.layout`, but for dynamic leaves): the parent
 writes an env's action row and op code, appends the env id to this worker's
 request ring and advances ``REQ_HEAD``, then writes one byte to the wake
 pipe. The worker steps the env, writes its result row, appends the env id to
@@ -16,6 +16,11 @@ results pipe. Both sides spin briefly on the counters before they block on the
 pipe, and recheck the counters after every wake-up, so a byte is a hint and
 never the only record of work. Info dicts and errors (rare) go over the
 side channel, keyed by env id, and are entirely in the pipe before the result is published.
+
+Dynamic leaves (Text, Graph, Sequence, OneOf, custom spaces: no fixed size) take the pipes instead of shared
+memory, as gymnasium's AsyncVectorEnv(shared_memory=False) sends them: an observation's values travel in the
+env's side-channel message (then every result has one), an action's in an ACTIONS request on the call pipe,
+written whole before the step is requested. A pool without dynamic leaves never does either.
 
 Env calls (``VectorEnv.call``, ``get_attr``, ``set_attr`` and the adapters' ``env_method``, ...): the parent
 writes a framed request to this worker's call pipe (header: the call's sequence number and size; payload:
@@ -42,9 +47,11 @@ import traceback
 from multiprocessing import parent_process, reduction
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from fastvec.pyenv.layout import (
+    ACTIONS,
     COMP_HEAD,
     HAS_ERROR,
     HAS_INFO,
@@ -86,6 +93,10 @@ def _rebuild_fd(dup: Any) -> SharedFd:
 
 class BadObservation(ValueError):
     """An env returned an observation its observation_space cannot hold; the message says what and where."""
+
+
+# The dynamic spaces whose contains() the worker asks (see _Worker._check_object).
+_CHECKED_SPACES = (gym.spaces.Text, gym.spaces.Graph, gym.spaces.Sequence, gym.spaces.OneOf)
 
 
 def _loads(blob: bytes) -> Any:
@@ -141,8 +152,6 @@ def _distinct(spaces: list) -> tuple[list, list[int]]:
 def _declared_space(env: Any, e: int, kind: str) -> Any:
     """Env ``e``'s ``kind`` (observation_space or action_space), which the pool needs to lay out its shared memory
     (gymnasium's vector envs need both too); an AttributeError or TypeError naming the env otherwise."""
-    import gymnasium as gym
-
     try:
         space = getattr(env, kind)
     except AttributeError as exc:
@@ -278,6 +287,7 @@ class _Worker:
         os.set_blocking(self.call_fd, False)
         self.call_buf = bytearray()  # what the call pipe held of requests not yet whole
         self.reset_options: dict[int, bytes] = {}  # by env id: the pickled options of its next reset
+        self.actions: dict[int, bytes] = {}  # by env id: its next action's dynamic leaves, pickled
         self.keep = (wake_r, results_w, call_r)  # keeps the fds open
         self.mode = config["autoreset_mode"]
         self.spin = config["spin_seconds"]
@@ -286,8 +296,10 @@ class _Worker:
         self.obs_leaves = list(zip(layout.obs, leaf_spaces(self.obs_space), strict=True))
         self.simple_obs = len(b.obs) == 1 and not layout.obs[0].path
         self.obs_shape = layout.obs[0].shape
+        self.dynamic_obs = any(leaf.dynamic for leaf in layout.obs)
         self.simple_act = len(b.act) == 1 and not layout.act[0].path
-        self.act_scalar = [leaf.scalar for leaf in layout.act]
+        self.act_leaves = list(layout.act)
+        self.dynamic_act = any(leaf.dynamic for leaf in layout.act)
         self.flatten_obs = flattener(self.obs_space)
         self.unflatten_act = unflattener(self.act_space)
         n = len(envs)
@@ -370,6 +382,9 @@ class _Worker:
             if kind == RESET_OPTIONS:  # not a call: filed for the resets the parent sends next
                 self.reset_options.update(targets)
                 continue
+            if kind == ACTIONS:  # likewise, for the steps the parent sends next
+                self.actions.update(targets)
+                continue
             replies = [call_env(self.envs[e - self.lo], kind, name, blob) for e, blob in targets]
             send_message(self.side_fd, -1 - self.index, pickle.dumps((seq, replies), pickle.HIGHEST_PROTOCOL))
         return True
@@ -386,7 +401,9 @@ class _Worker:
             explicit = op != OP_STEP
             if explicit or (self.needs_reset[k] and self.mode == "next_step"):
                 seed = int(b.seed[e]) if explicit and b.seeded[e] else None
-                if not explicit:  # an autoreset: as gymnasium's vector envs make it
+                if not explicit:  # an autoreset: as gymnasium's vector envs make it (the action goes unused)
+                    if self.dynamic_act:
+                        self._take(self.actions, e, "actions")
                     obs, info = env.reset()
                 elif op == OP_RESET:  # as gymnasium's vector envs call it, options and all
                     obs, info = env.reset(seed=seed, options=None)
@@ -396,12 +413,12 @@ class _Worker:
                 self.elapsed[k] = 0
                 self.ret[k] = 0.0
                 self.needs_reset[k] = False
-                self._write_obs(b.obs, e, obs, "reset")
+                objects = self._write_obs(b.obs, e, obs, "reset")
                 b.reward[e] = 0.0
                 b.terminated[e] = False
                 b.truncated[e] = False
-                if info:
-                    self._send_info(e, info, None)
+                if info or objects is not None:
+                    self._send_info(e, info, None, objects)
                 return
             where = "step"
             obs, reward, terminated, truncated, info = env.step(self._action(e))
@@ -418,20 +435,20 @@ class _Worker:
                 b.episode_return[e] = self.ret[k]
                 b.episode_length[e] = self.elapsed[k]
                 if self.mode == "same_step":
-                    self._write_obs(b.final_obs, e, obs, "step")
+                    final_objects = self._write_obs(b.final_obs, e, obs, "step")
                     final_info = info
                     where = "reset"
                     obs, info = env.reset()
                     self.elapsed[k] = 0
                     self.ret[k] = 0.0
-                    self._write_obs(b.obs, e, obs, "reset")
-                    if info or final_info:
-                        self._send_info(e, info, final_info)
+                    objects = self._write_obs(b.obs, e, obs, "reset")
+                    if info or final_info or objects is not None:
+                        self._send_info(e, info, final_info, objects, final_objects)
                     return
                 self.needs_reset[k] = True
-            self._write_obs(b.obs, e, obs, "step")
-            if info:
-                self._send_info(e, info, None)
+            objects = self._write_obs(b.obs, e, obs, "step")
+            if info or objects is not None:
+                self._send_info(e, info, None, objects)
         except Exception as exc:  # re-raised in the parent, naming the env
             b.flags[e] = HAS_ERROR
             b.reward[e] = 0.0
@@ -447,33 +464,45 @@ class _Worker:
             send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
     def _take_reset_options(self, e: int) -> Any:
-        """Env ``e``'s options for the reset being processed (its own copy). The parent wrote them whole into the
-        call pipe before it sent the reset, so one read finds them; reading first also replaces options an
-        interrupted reset left here."""
+        """Env ``e``'s options for the reset being processed (its own copy)."""
+        return self._take(self.reset_options, e, "reset options")
+
+    def _take(self, store: dict[int, bytes], e: int, what: str) -> Any:
+        """Env ``e``'s value in ``store`` (reset options or an action's dynamic leaves), unpickled. The parent wrote
+        it whole into the call pipe before it sent the request, so one read finds it; reading first also replaces
+        a value an interrupted call left here."""
         if not self._serve_calls():
             raise RuntimeError("the parent closed the call pipe")
         fds = [self.call_fd] if self.parent_sentinel is None else [self.call_fd, self.parent_sentinel]
-        while e not in self.reset_options:  # (only if the parent wrote them in pieces: wait for the rest)
+        while e not in store:  # (only if the parent wrote it in pieces: wait for the rest)
             ready = wait_readable(fds, 1.0)
             if self.parent_sentinel in ready or not self._serve_calls():
-                raise RuntimeError("the parent went away before it sent the reset options")
-        return pickle.loads(self.reset_options.pop(e))
+                raise RuntimeError(f"the parent went away before it sent the {what}")
+        return pickle.loads(store.pop(e))
 
     def _action(self, e: int) -> Any:
+        b = self.b
         if self.simple_act:
-            row = self.b.act[0][e]
-            return row if self.act_scalar[0] else row.copy()
-        values = [a[e] if scalar else a[e].copy() for a, scalar in zip(self.b.act, self.act_scalar, strict=True)]
+            row = b.act[0][e]
+            return row if self.act_leaves[0].scalar else row.copy()
+        fixed = iter(b.act)
+        objects = iter(self._take(self.actions, e, "actions") if self.dynamic_act else ())
+        values = [
+            next(objects) if leaf.dynamic else next(fixed)[e] if leaf.scalar else next(fixed)[e].copy()
+            for leaf in self.act_leaves
+        ]
         return self.unflatten_act(iter(values))
 
-    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any, where: str) -> None:
+    def _write_obs(self, arrays: list[np.ndarray], e: int, obs: Any, where: str) -> list[Any] | None:
         """Writes ``obs`` (what the env's ``where``() returned) into row ``e``; a BadObservation unless every
-        leaf has its space's shape (numpy assignment would broadcast a (1,) array or a scalar over the row)."""
+        leaf has its space's shape (numpy assignment would broadcast a (1,) array or a scalar over the row), or
+        for a dynamic leaf unless its space contains it. Returns the dynamic leaves' values (None: there are none),
+        which go to the parent in the env's message."""
         if self.simple_obs:
             if getattr(obs, "shape", None) != self.obs_shape:  # the one check on the hot path
                 self._check_leaf(self.obs_leaves[0], obs, where)
             arrays[0][e] = obs
-            return
+            return None
         try:
             values: list[Any] = []
             self.flatten_obs(obs, values)
@@ -482,10 +511,42 @@ class _Worker:
                 f"{where}() returned an observation that does not fit observation_space "
                 f"{self.obs_space}: {type(exc).__name__}: {exc}"
             ) from None
-        for array, (leaf, space), value in zip(arrays, self.obs_leaves, values, strict=True):
+        if not self.dynamic_obs:
+            for array, (leaf, space), value in zip(arrays, self.obs_leaves, values, strict=True):
+                if getattr(value, "shape", None) != leaf.shape:
+                    self._check_leaf((leaf, space), value, where)
+                array[e] = value
+            return None
+        fixed = iter(arrays)
+        objects = []
+        for (leaf, space), value in zip(self.obs_leaves, values, strict=True):
+            if leaf.dynamic:
+                self._check_object(leaf, space, value, where)
+                objects.append(value)
+                continue
             if getattr(value, "shape", None) != leaf.shape:
                 self._check_leaf((leaf, space), value, where)
-            array[e] = value
+            next(fixed)[e] = value
+        return objects
+
+    def _check_object(self, leaf: Leaf, space: Any, value: Any, where: str) -> None:
+        """A BadObservation unless ``space`` (a dynamic leaf's) contains ``value``, as a fixed leaf's of the wrong
+        shape is one. Only gymnasium's own spaces are asked: a custom space's ``contains`` may be missing or assume
+        what its envs do not return (gymnasium's own CustomSpace test), and gymnasium's vector envs pass anything."""
+        if type(space) not in _CHECKED_SPACES:
+            return
+        try:
+            ok = space.contains(value)
+        except Exception:  # a value of another kind altogether (contains assumes its own)
+            ok = False
+        if ok:
+            return
+        shown = " ".join(repr(value).split())
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        name = "obs" + "".join(f"[{key!r}]" for key in leaf.path) if leaf.path else "an observation"
+        raise BadObservation(
+            f"{where}() returned {name} {shown} ({type(value).__name__}), which {space} does not contain"
+        )
 
     def _check_leaf(self, leaf_space: tuple[Leaf, Any], value: Any, where: str) -> None:
         """Passes a value without a ``shape`` (a Python number, a list) that fits the leaf; raises otherwise."""
@@ -511,6 +572,15 @@ class _Worker:
             f"{where}() returned an observation {what} for observation_space {space}, which needs shape {leaf.shape}"
         )
 
-    def _send_info(self, e: int, info: dict, final_info: dict | None) -> None:
+    def _send_info(
+        self,
+        e: int,
+        info: dict,
+        final_info: dict | None,
+        objects: list | None = None,
+        final_objects: list | None = None,
+    ) -> None:
+        """Sends env ``e``'s infos and its observation's (and final observation's) dynamic leaves, if any."""
         self.b.flags[e] = HAS_INFO
-        send_message(self.side_fd, e, pickle.dumps(("info", info, final_info), pickle.HIGHEST_PROTOCOL))
+        message = ("info", info, final_info, objects, final_objects)
+        send_message(self.side_fd, e, pickle.dumps(message, pickle.HIGHEST_PROTOCOL))

@@ -407,12 +407,6 @@ def test_check_spaces_async_vector_env():
         env.close(terminate=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="the Python-env pool shares only Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of those "
-    "(fastvec/pyenv/layout.py); AsyncVectorEnv(shared_memory=False) pickles any space's objects",
-)
 def test_custom_space_async_vector_env():
     """test_custom_space_async_vector_env: a custom space (no shape, no dtype) batched as a Tuple of the envs'
     objects."""
@@ -599,12 +593,6 @@ DYNAMIC_SPACES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="the Python-env pool batches only fixed-shape spaces in shared memory (fastvec/pyenv/layout.py) and "
-    "has no pickling path for Text, Graph, Sequence or OneOf, which AsyncVectorEnv(shared_memory=False) steps",
-)
 @pytest.mark.parametrize("space", DYNAMIC_SPACES, ids=[str(s) for s in DYNAMIC_SPACES])
 def test_vector_obs_action_spaces_dynamic(space):
     """test_vector_obs_action_spaces ("Async without shared memory"), its spaces of varying shape."""

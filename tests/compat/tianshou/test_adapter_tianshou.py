@@ -666,10 +666,9 @@ def test_upstream_attr_unwrapped():
 @pytest.mark.xfail(
     strict=True,
     raises=AttributeError,
-    reason="NXEnv declares no observation space, and its observations (arrays of a shape that differs per env, "
-    "networkx graphs) have none the Python-env pool can share: it keeps observations in shared memory as "
-    "fixed-size leaves of one space for every env (fastvec/pyenv/layout.py). Only a Dict/Tuple space's "
-    "observations come as an object array (test_dict_observations_come_as_dummy_vector_env_gives_them).",
+    reason="NXEnv declares no observation space: the Python-env pool, as gymnasium's vector envs, needs one to "
+    "batch by (it pickles Text, Graph and custom spaces' values; an undeclared space it cannot guess, and its "
+    "observations, arrays of a shape that differs per env, fit no fixed-shape space).",
 )
 def test_upstream_env_obs_dtype():
     pytest.importorskip("networkx")
