@@ -45,9 +45,12 @@ def can_render(env_id: str, native_frames: bool) -> bool:
 
 def render_fps(env_id: str, atari: bool) -> int:
     """Frames per second a video of ``env_id`` plays at: gymnasium's class's (ale-py's 30 for Atari; a MuJoCo env's,
-    which gymnasium's sets from its dt, with the default model and frame_skip)."""
+    which gymnasium's sets from its dt, with the default model and frame_skip); a dm_control task's, one frame per
+    control step of its default model."""
     if atari:
         return 30
+    if lookup(env_id).family == "dm_control":
+        return _dm_control_fps(env_id)
     metadata = _gymnasium_class(env_id).metadata
     return int(metadata["render_fps"]) if "render_fps" in metadata else _mujoco_fps(env_id)
 
@@ -62,6 +65,16 @@ def _mujoco_fps(env_id: str) -> int:
     options = lookup(env_id).options
     timestep = mujoco.MjModel.from_xml_path(str(model_path(options["xml_file"]))).opt.timestep
     return int(np.round(1.0 / (timestep * options["frame_skip"])))
+
+
+@functools.cache
+def _dm_control_fps(env_id: str) -> int:
+    import fastvec._core as _core
+    from fastvec.dm_control_models import model_path
+
+    entry = lookup(env_id)
+    texts = {"xml_file": str(model_path(entry.options["xml_file"]))}
+    return int(np.round(1.0 / _core.control_timestep(entry.native, {}, texts, {})))
 
 
 def _gymnasium_class(env_id: str) -> Any:

@@ -146,7 +146,8 @@ def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
 
 
 def render_modes(entry: EnvEntry) -> list[str]:
-    return ["rgb_array"] if _render.can_render(entry.id, entry.rom is not None or entry.family == "mujoco") else []
+    native_frames = entry.rom is not None or entry.family in ("mujoco", "dm_control")
+    return ["rgb_array"] if _render.can_render(entry.id, native_frames) else []
 
 
 class NativePool(_core.Pool):
@@ -435,11 +436,10 @@ def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
 def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
     if kind == "obs" and spec["obs_fields"]:
         # named fields (dm_control's): a Dict of their arrays, in the env's order (a list keeps it; a dict
-        # would be sorted by gymnasium)
+        # would be sorted by gymnasium); unbounded, or uint8 frames (dm_control's pixels)
         dtype = np.dtype(spec["obs_dtype"])
-        return gym.spaces.Dict(
-            [(name, gym.spaces.Box(-np.inf, np.inf, shape, dtype)) for name, shape in spec["obs_fields"]]
-        )
+        bounds = (0.0, 255.0) if dtype == np.uint8 else (-np.inf, np.inf)
+        return gym.spaces.Dict([(name, gym.spaces.Box(*bounds, shape, dtype)) for name, shape in spec["obs_fields"]])
     if kind == "obs":
         dtype = np.dtype(spec["obs_dtype"])
         shape = tuple(spec["obs_shape"])

@@ -58,10 +58,16 @@ ENV_TYPES = ("gymnasium", "gym", "dm")
 
 
 def _make_pool(
-    entry: EnvEntry, config: dict[str, Any], cls: type[VectorEnv], render_mode: str | None = None
+    entry: EnvEntry,
+    config: dict[str, Any],
+    cls: type[VectorEnv],
+    render_mode: str | None = None,
+    frames: dict[str, Any] | None = None,
 ) -> VectorEnv:
-    """The native pool ``config`` describes, as a ``cls``."""
+    """The native pool ``config`` describes, as a ``cls``; ``frames``: a dm_control task's frame options
+    (:func:`_frame_options`)."""
     options = {k: config[k] for k in ATARI_NATIVE} | {"envpool_info": True} if entry.rom else {}
+    options.update(frames or {})
     options["render_mode"] = render_mode
     max_steps = config["max_episode_steps"]
     pool = make_pool(
@@ -84,12 +90,35 @@ def _make_pool(
     return env
 
 
+#: EnvPool's make keywords for the frames of its MuJoCo tasks, and fastvec's dm_control options they set.
+_FRAME_KEYWORDS = {"render_width": "width", "render_height": "height", "render_camera_id": "camera_id"}
+
+
+def _frame_options(entry: EnvEntry, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """EnvPool's ``from_pixels``, ``render_width``, ``render_height`` and ``render_camera_id``, taken out of
+    ``kwargs``, as a dm_control task's options: pixel observations (84x84 by default, as EnvPool's, but channel-last
+    as dm_control's pixels.Wrapper draws them: ``(H, W, 3)``) and the size and camera of the frames."""
+    given = {k: kwargs.pop(k) for k in ("from_pixels", *_FRAME_KEYWORDS) if k in kwargs}
+    if given and entry.family != "dm_control":
+        raise TypeError(
+            f"{entry.id} got an unexpected keyword argument {next(iter(given))!r}: only dm_control tasks "
+            "take EnvPool's from_pixels and render_* options in fastvec.envpool"
+        )
+    if not given:
+        return {}
+    options = {_FRAME_KEYWORDS[k]: v for k, v in given.items() if k != "from_pixels"}
+    if given.get("from_pixels", False):
+        options = {"from_pixels": True, "flat_observation": True, "width": 84, "height": 84, **options}
+    return options
+
+
 def make_env(task_id: str, env_type: str, legacy_gym: bool, kwargs: dict[str, Any]) -> Any:
     if env_type not in ENV_TYPES:
         raise ValueError(f"env_type must be one of {list(ENV_TYPES)}, got {env_type!r}")
     entry = lookup_entry(task_id)
     kwargs = dict(kwargs)
     render_mode = kwargs.pop("render_mode", None)
+    frames = _frame_options(entry, kwargs)
     if not legacy_gym and kwargs.get("gym_reset_return_info", True) is False and env_type != "dm":
         raise ValueError(
             "gym_reset_return_info=False: EnvPool 1.2's gym API (gymnasium's) always returns (obs, info) from "
@@ -100,7 +129,7 @@ def make_env(task_id: str, env_type: str, legacy_gym: bool, kwargs: dict[str, An
     config = checked_config(entry, kwargs)
     cls = LegacyGymEnvPool if legacy_gym and env_type == "gym" else GymnasiumEnvPool
     # The spaces are the pool's: made first, then told its spec.
-    env = _make_pool(entry, config, cls, render_mode)
+    env = _make_pool(entry, config, cls, render_mode, frames)
     assert isinstance(env, GymnasiumEnvPool)
     env._spec = EnvPoolSpec(entry.id, config, env.single_observation_space, env.single_action_space)
     return DMEnvPool(env) if env_type == "dm" else env
@@ -129,8 +158,11 @@ def make_spec(task_id: str, **kwargs: Any) -> EnvPoolSpec:
     """EnvPool's ``make_spec``: the config, spaces and dm_env specs ``make(task_id, ..., **kwargs)`` would have
     (the spaces from a one-env pool, made and closed)."""
     entry = lookup_entry(task_id)
-    config = checked_config(entry, dict(kwargs))
-    probe = _make_pool(entry, {**config, "num_envs": 1, "batch_size": 1, "num_threads": 1, "env_seed": []}, VectorEnv)
+    kwargs = dict(kwargs)
+    frames = _frame_options(entry, kwargs)
+    config = checked_config(entry, kwargs)
+    one = {**config, "num_envs": 1, "batch_size": 1, "num_threads": 1, "env_seed": []}
+    probe = _make_pool(entry, one, VectorEnv, frames=frames)
     try:
         return EnvPoolSpec(entry.id, config, probe.single_observation_space, probe.single_action_space)
     finally:

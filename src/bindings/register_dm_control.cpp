@@ -25,6 +25,7 @@
 #include "envs/dm_control/humanoid_cmu.hpp"
 // dog
 #include "envs/dm_control/dog.hpp"
+#include "envs/dm_control/pixels.hpp"
 #define DMC(...) envs::dm_control::DmControlEnv<envs::dm_control::__VA_ARGS__>
 #else
 #define DMC(...) NotBuilt  // built with FASTVEC_MUJOCO=OFF: the ids, without their envs (env_registry.hpp)
@@ -33,9 +34,34 @@
 namespace fastvec::bindings {
 namespace {
 
+#ifdef FASTVEC_WITH_MUJOCO
+// A task's envs, and with from_pixels=True their frames as observations (DmControlPixels: another env class,
+// whose observations are uint8): one id, whose pool is of the class the option picks.
+template <class T>
+void add_pixel_task(EnvInfo info, envs::dm_control::DmControlEnv<T>*) {
+  using State = envs::dm_control::DmControlEnv<T>;
+  using Pixels = envs::dm_control::DmControlPixels<T>;
+  add_env<State>(info);
+  NativeEnvEntry& entry = native_envs()[info.id];
+  entry.options = Pixels::options();
+  entry.make = [](const core::PoolConfig& cfg, const core::Options& o) -> std::unique_ptr<core::PoolBase> {
+    if (o.flag("from_pixels")) return std::make_unique<core::Pool<Pixels>>(cfg, o);
+    return std::make_unique<core::Pool<State>>(cfg, o);
+  };
+  entry.loop_rate = [](const core::Options& o, int64_t steps, int max_episode_steps, bool next_step) {
+    return o.flag("from_pixels") ? loop_rate<Pixels>(o, steps, max_episode_steps, next_step)
+                                 : loop_rate<State>(o, steps, max_episode_steps, next_step);
+  };
+}
+#endif
+
 template <class E>
 void add_task(const char* id, int max_episode_steps = 1000) {
-  add_env<E>({.id = id, .max_episode_steps = max_episode_steps, .family = "dm_control"});
+  const EnvInfo info{.id = id, .max_episode_steps = max_episode_steps, .family = "dm_control"};
+  if constexpr (std::same_as<E, NotBuilt>)
+    add_env<E>(info);
+  else
+    add_pixel_task(info, static_cast<E*>(nullptr));
 }
 
 // The DeepMind Control Suite's tasks (dm_control.suite.load(domain, task)) under EnvPool's ids. Each episode

@@ -32,6 +32,7 @@
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/dm_control/frames.hpp"
 #include "envs/dm_control/physics.hpp"
 #include "envs/dm_control/random_state.hpp"
 
@@ -47,23 +48,26 @@ class DmControlEnv {
   // xml_file: the model (a path; Python resolves a bare name in the installed dm_control's suite directory);
   // time_limit: seconds (Python turns it into the pool's episode limit, with spec().control_timestep);
   // flat_observation: one array of the fields concatenated, as dm_control's Environment(flat_observation=True);
-  // visualize_reward: dm_control colours the model by the reward, for rendering, which fastvec has not: refused.
+  // visualize_reward: dm_control colours the model by the reward in its frames, which fastvec does not: refused;
+  // height, width, camera_id: the frames render() draws (frames.hpp).
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
-    return {
+    core::OptionTable table = {
         {.name = "xml_file", .kind = K::kFile, .text_fallback = T::kModel},
         {.name = "time_limit", .kind = K::kReal, .fallback = T::kTimeLimit, .low = 0,
          .high = std::numeric_limits<double>::infinity()},
         {.name = "flat_observation", .kind = K::kBool, .fallback = 0},
         {.name = "visualize_reward", .kind = K::kBool, .fallback = 0},
     };
+    for (core::OptionSpec& o : frame_options()) table.push_back(std::move(o));
+    return table;
   }
 
   static core::Spec spec(const core::Options& o) {
     if (o.flag("visualize_reward"))
       throw std::invalid_argument(
-          "visualize_reward: fastvec's dm_control envs do not render, so they do not colour the model by the "
-          "reward; leave it False");
+          "visualize_reward: fastvec's dm_control envs do not colour the model by the reward in their frames; "
+          "leave it False");
     if (!(o.get("time_limit") > 0)) throw std::invalid_argument("time_limit must be > 0 (seconds)");
     const std::shared_ptr<const mjModel> m = mujoco::load_model(o.text("xml_file"));
     const T task(*m);
@@ -75,6 +79,7 @@ class DmControlEnv {
     if (!o.flag("flat_observation")) s.obs_fields = task.observation();
     s.obs_low.assign(size, -inf);
     s.obs_high.assign(size, inf);
+    s.render_shape = FrameSettings(*m, o).shape();
     // mujoco.action_spec: the control range where the actuator is limited, else unbounded.
     s.action_shape = {m->nu};
     for (int64_t k = 0; k < m->nu; ++k) {
@@ -102,7 +107,8 @@ class DmControlEnv {
         task_(physics_.model()),
         n_sub_steps_(compute_n_steps(T::kControlTimestep, physics_.model().opt.timestep)),
         random_(static_cast<size_t>(n)),
-        seeded_(static_cast<size_t>(n), false) {
+        seeded_(static_cast<size_t>(n), false),
+        frames_(physics_.shared_model(), FrameSettings(physics_.model(), o)) {
     if constexpr (requires { T::kModelPerEnv; })
       if (T::kModelPerEnv) physics_.own_models();
   }
@@ -142,6 +148,12 @@ class DmControlEnv {
     return {reward, terminated};
   }
 
+  // Env i's frame (spec().render_shape), as its Physics.render(height, width, camera_id) draws it.
+  void render(int i, uint8_t* out) {
+    if constexpr (requires { T::kNoFrames; }) throw std::invalid_argument(T::kNoFrames);
+    frames_.render(physics_.model(i), physics_.data(i), out);
+  }
+
   void write_obs(int i, double* out) const {
     if constexpr (requires { task_.write_obs(physics_.model(), physics_.data(i), i, out); })
       task_.write_obs(physics_.model(), physics_.data(i), i, out);
@@ -155,6 +167,7 @@ class DmControlEnv {
   const int n_sub_steps_;
   std::vector<RandomState> random_;
   std::vector<bool> seeded_;
+  Frames frames_;
 };
 
 // The index of `name` among the model's objects of `type`: std::invalid_argument naming xml_file if absent.

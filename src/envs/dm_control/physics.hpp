@@ -26,6 +26,9 @@ class Physics {
   Physics(int n, const std::string& path);
 
   const mjModel& model() const { return *model_; }
+  const std::shared_ptr<const mjModel>& shared_model() const { return model_; }
+  // The model env i steps: its own copy (own_models) or the block's.
+  const mjModel& model(int i) const { return *stepped(i); }
   // Gives each env its own copy of the model, for a task that writes into it at reset (manipulator moves its
   // target and receptacle; each dm_control env owns its model): reset and step then use env i's copy.
   void own_models();

@@ -303,6 +303,12 @@ class CurrentContext {
 
 }  // namespace
 
+void check_can_render() {
+  const Egl& e = egl();
+  if (!e.error.empty()) throw std::runtime_error("MuJoCo rendering: " + e.error);
+  ThreadGl::check_process(e);
+}
+
 Renderer::Renderer(std::shared_ptr<const mjModel> model, int width, int height, int max_geom,
                    const mjvOption& option, int buffer_width, int buffer_height)
     : model_(std::move(model)),
@@ -325,7 +331,7 @@ Renderer::~Renderer() {
   if (scene_made_) mjv_freeScene(&scene_);
 }
 
-void Renderer::render(mjData& d, mjvCamera& cam, uint8_t* out) {
+void Renderer::render(const mjModel& m, mjData& d, mjvCamera& cam, uint8_t* out) {
   ThreadGl& gl = ThreadGl::get();
   const CurrentContext current(gl);
   mjrContext& con = gl.context(model_, buffer_width_, buffer_height_);
@@ -338,7 +344,7 @@ void Renderer::render(mjData& d, mjvCamera& cam, uint8_t* out) {
   const mjrRect viewport = {0, 0, width_, height_};
   catching_errors([&] {
     mjr_setBuffer(mjFB_OFFSCREEN, &con);
-    mjv_updateScene(model_.get(), &d, &option_, &perturb_, &cam, mjCAT_ALL, &scene_);
+    mjv_updateScene(&m, &d, &option_, &perturb_, &cam, mjCAT_ALL, &scene_);
     mjr_render(viewport, &scene_, &con);
     mjr_readPixels(upside_down_.data(), nullptr, viewport, &con);
   });

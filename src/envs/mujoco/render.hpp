@@ -22,6 +22,10 @@
 
 namespace fastvec::envs::mujoco {
 
+// Throws the std::runtime_error a first frame would (saying what to install) if this process cannot render:
+// for envs that draw their observations, to fail when they are made.
+void check_can_render();
+
 class Renderer {
  public:
   // Frames of `model`, width x height pixels, drawn with a scene of at most max_geom geoms and the visual
@@ -39,7 +43,11 @@ class Renderer {
   // out, height x width x 3 RGB bytes, rows top to bottom. On the calling thread, in its own context (made
   // here at its first frame; a context of someone else's current on the thread is made current again after).
   // std::runtime_error saying what to install when EGL is missing or unusable; core::EnvError for MuJoCo's errors.
-  void render(mjData& d, mjvCamera& cam, uint8_t* out);
+  void render(mjData& d, mjvCamera& cam, uint8_t* out) { render(*model_, d, cam, out); }
+  // The same, with the scene drawn from m: the renderer's model or a copy of it that differs only in what the
+  // scene reads (a dm_control env's own model, whose task moved a target), not in meshes or textures, which the
+  // renderer's model has uploaded.
+  void render(const mjModel& m, mjData& d, mjvCamera& cam, uint8_t* out);
 
   int width() const { return width_; }
   int height() const { return height_; }
