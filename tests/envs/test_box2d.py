@@ -28,8 +28,16 @@ def _bits(a: object) -> np.ndarray:
 
 
 def assert_same(got: object, want: object, what: str) -> None:
-    """Equal dtype, shape and bits (``-0.0`` is not ``0.0``)."""
+    """Equal dtype, shape and bits (``-0.0`` is not ``0.0``); an object array (gymnasium's final_obs) element by
+    element."""
     got, want = np.asarray(got), np.asarray(want)
+    if want.dtype == object:
+        assert got.dtype == object and got.shape == want.shape, f"{what}: {got.dtype} {got.shape} vs {want.shape}"
+        for i, (x, y) in enumerate(zip(got, want, strict=True)):
+            assert (x is None) == (y is None), f"{what}[{i}]: {x!r} vs {y!r}"
+            if y is not None:
+                assert_same(x, y, f"{what}[{i}]")
+        return
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, gymnasium's {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape}, gymnasium's {want.shape}"
     if not np.array_equal(_bits(got), _bits(want)):
@@ -154,7 +162,12 @@ def test_lunar_lander_other_autoreset_modes(mode):
     if mode == "disabled":
         env = fastvec.make("LunarLander-v3", 3, autoreset_mode=mode)
         env.reset(seed=0)
-        ref = gym.make_vec("LunarLander-v3", 3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode})
+        ref = gym.make_vec(
+            "LunarLander-v3",
+            3,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.DISABLED},
+        )
         ref.reset(seed=0)
         rng = np.random.default_rng(0)
         done = np.zeros(3, bool)
@@ -195,6 +208,7 @@ def test_lunar_lander_spaces_and_limits_are_gymnasium_s(kwargs):
     entry = fastvec.registry.lookup("LunarLander-v3")
     assert entry.max_episode_steps == ref.spec.max_episode_steps == 1000
     assert entry.reward_threshold == ref.spec.reward_threshold
+    env.reset(seed=0)
     _, reward, *_ = env.step(env.action_space.sample())
     assert reward.dtype == np.float64
     env.close()
@@ -246,11 +260,12 @@ def test_bipedal_walker_random_actions_are_bit_identical(env_id):
 @pytest.mark.parametrize("env_id", WALKER_IDS)
 def test_bipedal_walker_heuristic_walks_are_bit_identical(env_id):
     """gymnasium's walking controller over whole episodes: it walks the normal terrain to its end (terminated
-    without the fall's -100) or to the episode limit; on the hardcore one it meets stumps, pits and stairs."""
-    stats = run_side_by_side(env_id, 3, 2100, 2, "heuristic")
+    without the fall's -100) from seed 6 (it falls from most); on the hardcore terrain it meets stumps, pits and
+    stairs."""
+    stats = run_side_by_side(env_id, 3, 2100, 6, "heuristic")
     assert stats["ends"] >= 3, stats
     if env_id == "BipedalWalker-v3":
-        assert stats["finished"] + stats["truncated"] >= 1, stats
+        assert stats["finished"] >= 1, stats
 
 
 @pytest.mark.parametrize("env_id", WALKER_IDS)
