@@ -26,7 +26,9 @@ from fastvec.roms import ATARI_ID
 # built). Both have float64 rewards.
 MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
-FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS
+# gymnasium's Box2D envs, native when built with the Box2D backend (float64 rewards, as gymnasium's).
+BOX2D_IDS = fastvec.registry.family_ids("box2d")
+FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + BOX2D_IDS
 
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
@@ -58,12 +60,15 @@ def is_dict_obs(env_id: str) -> bool:
 def pytest_collection_modifyitems(items):
     """A test parametrized with an Atari id needs the Atari backend, and emulating Atari is slow (too slow under a
     sanitizer): such items get the ``atari``, ``heavy`` and ``slow`` markers, whatever file they are in. One
-    parametrized with a MuJoCo or dm_control id needs the MuJoCo backend: the ``mujoco`` marker."""
+    parametrized with a MuJoCo or dm_control id needs the MuJoCo backend: the ``mujoco`` marker; one with a Box2D
+    id the Box2D backend: the ``box2d`` marker."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         values = [v for v in params.values() if isinstance(v, str)]
         if any(v in MUJOCO_IDS or v in DM_CONTROL_IDS for v in values):
             item.add_marker(pytest.mark.mujoco)
+        elif any(v in BOX2D_IDS for v in values):
+            item.add_marker(pytest.mark.box2d)
         elif any(ATARI_ID.match(v) for v in values):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)

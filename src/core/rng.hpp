@@ -132,6 +132,13 @@ class Pcg64 {
     }
     return static_cast<int64_t>(m >> 32);
   }
+  // Generator.integers(low, high), one int64 draw in [low, high) for 1 <= high - low <= 2^32: low + an
+  // integers(high - low) draw (numpy's offset and range; a range of one value draws nothing). gymnasium's Box2D
+  // envs draw these (LunarLander's wind phases, BipedalWalker's terrain).
+  int64_t integers(int64_t low, int64_t high) {
+    if (high - low == (int64_t{1} << 32)) return low + next_u32();  // numpy's whole-word case
+    return low + integers(high - low);
+  }
   // The seed of a generator made by single_rng (a reset with a seed of its own), once: an env whose reference
   // seeds a generator of its own with it (dm_control's task RandomState) takes it at that reset; nullopt for
   // any other generator, and after the first call.
