@@ -142,7 +142,10 @@ class MakeEnv:
 
 
 def _first(obs: Any) -> Any:
-    """The one env's observation, a copy: an array, or a dict of arrays (named fields: dm_control's)."""
+    """The one env's observation, a copy: an array, a dict of arrays (named fields: dm_control's) or a tuple of
+    them (a Tuple's parts: Blackjack's)."""
     if isinstance(obs, dict):
         return {k: np.array(v[0]) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(np.array(v[0]) for v in obs)
     return np.array(obs[0])
