@@ -70,14 +70,6 @@ class Blackjack {
     return {reward, true};
   }
 
-  void step_block(int n, const Action* a, double* reward, bool* terminated) noexcept {
-    for (int i = 0; i < n; ++i) {
-      const core::BasicStepResult<double> r = step(i, a + i);
-      reward[i] = r.reward;
-      terminated[i] = r.terminated;
-    }
-  }
-
   void write_obs(int i, Obs* out) const {
     out[0] = player_[i].total();
     out[1] = dealer_[i].first;

@@ -52,14 +52,6 @@ class CliffWalking {
     return {o.reward, o.terminated};
   }
 
-  void step_block(int n, const Action* a, double* reward, bool* terminated) noexcept {
-    for (int i = 0; i < n; ++i) {
-      const core::BasicStepResult<double> r = step(i, a + i);
-      reward[i] = r.reward;
-      terminated[i] = r.terminated;
-    }
-  }
-
   void write_obs(int i, Obs* out) const { *out = s_[i]; }
   void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
   void write_info(int i, std::byte* out) const noexcept { std::memcpy(out, &prob_[i], sizeof(double)); }

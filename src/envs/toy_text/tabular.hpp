@@ -3,6 +3,10 @@
 // (probability, next state, reward, terminated) outcomes and an initial state distribution, each sampled as
 // gymnasium/envs/toy_text/utils.py's categorical_sample does: argmax(cumsum(p) > np_random.random()), which is
 // 0 when no partial sum exceeds the draw. The table is built once per pool (per block) and only read after.
+//
+// A step draws from the env's generator (the pool's, kept by the env at reset), so these envs have no
+// step_block: the pool's tight block loop also steps envs about to be reset, whose generator must see only
+// the reference's draws. Their blocks step env by env (still many envs to a block: they are cheap).
 
 #include <algorithm>
 #include <array>
