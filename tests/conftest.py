@@ -23,10 +23,11 @@ from fastvec.roms import ATARI_ID
 
 # gymnasium's MuJoCo v5 ids, and dm_control's tasks, which fastvec runs natively when built with its MuJoCo backend
 # (named by the registry in any build: the tests that take them are marked, and deselected where the backend is not
-# built). Both have float64 rewards.
+# built). Both have float64 rewards, as gymnasium's toy text envs (their Python numbers batched by its vector envs).
 MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
-FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS
+TOY_TEXT_IDS = fastvec.registry.family_ids("toy_text")
+FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + TOY_TEXT_IDS
 
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py

@@ -145,6 +145,9 @@ def _check_obs_arrays(env, obs, k: int) -> None:
     if isinstance(single, gym.spaces.Dict):
         assert isinstance(obs, dict) and list(obs) == list(single.keys())
         fields = [(obs[key], single[key], env.observation_space[key]) for key in single]
+    elif isinstance(single, gym.spaces.Tuple):  # Blackjack's Tuple of Discretes: a tuple of int64 arrays
+        assert isinstance(obs, tuple) and len(obs) == len(single)
+        fields = list(zip(obs, single, env.observation_space, strict=True))
     else:
         fields = [(obs, single, env.observation_space)]
     for array, space, batched in fields:

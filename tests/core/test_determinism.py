@@ -32,12 +32,13 @@ def _actions(space: gym.Space, ids, steps) -> np.ndarray:
     return np.stack([np.asarray(_action(space, int(i), int(s))) for i, s in zip(ids, steps, strict=True)])
 
 
-def _flat(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-    """The observations as one array, a row per env: a Dict's fields (dm_control's, one dtype) concatenated in
-    their order, which exact comparisons see through (every field compared, none converted)."""
-    if not isinstance(obs, dict):
+def _flat(obs: np.ndarray | dict[str, np.ndarray] | tuple[np.ndarray, ...]) -> np.ndarray:
+    """The observations as one array, a row per env: a Dict's fields (dm_control's, one dtype) or a Tuple's
+    (Blackjack's) concatenated in their order, which exact comparisons see through (every field compared, none
+    converted)."""
+    if not isinstance(obs, (dict, tuple)):
         return obs
-    fields = list(obs.values())
+    fields = list(obs.values()) if isinstance(obs, dict) else list(obs)
     assert len({f.dtype for f in fields}) == 1 and len({len(f) for f in fields}) == 1
     return np.concatenate([f.reshape(len(f), -1) for f in fields], axis=1)
 
