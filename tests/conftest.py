@@ -28,6 +28,10 @@ MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
 TOY_TEXT_IDS = fastvec.registry.family_ids("toy_text")
 FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + TOY_TEXT_IDS
+# Envs that start in one state whatever the seed (FrozenLake's and CliffWalking's start tile): seeds show later.
+FIXED_START_IDS = ("FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "CliffWalkingSlippery-v1")
+# CliffWalking-v1 has no randomness at all: its trajectories do not depend on the seed.
+SEEDLESS_IDS = ("CliffWalking-v1",)
 
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py
