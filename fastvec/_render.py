@@ -1,10 +1,11 @@
 """Frames of native envs: Atari's from the emulator's screen and MuJoCo's drawn by MuJoCo's own renderer (C++, in
-an EGL context: src/envs/mujoco/render.hpp), classic control's drawn by gymnasium's own classes (pygame) from each
-env's current state, so that a frame is the one gymnasium draws for that state.
+an EGL context: src/envs/mujoco/render.hpp), classic control's and toy text's drawn by gymnasium's own classes
+(pygame) from each env's current state, so that a frame is the one gymnasium draws for that state.
 
 Which class draws an env is gymnasium's registry's answer for the env's id (a native env is a port of gymnasium's
-env of the same id); the classic-control family (the registry's family ``""``) is drawn so, where gymnasium has
-the id.
+env of the same id); the classic-control family (the registry's family ``""``) is drawn so from its observations,
+where gymnasium has the id, and the toy-text family from the render state its envs write (their observation and
+what else a frame shows: the last action, Blackjack's dealer card's suit).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _SET_STATE: dict[str, Callable[[Any, np.ndarray], None]] = {"AcrobotEnv": _acrob
 
 def can_render(env_id: str, native_frames: bool) -> bool:
     """Whether ``env_id``'s native env has frames: its own (Atari, MuJoCo) or gymnasium's drawing of its state."""
-    return native_frames or (not lookup(env_id).family and env_id in gymnasium.registry)
+    return native_frames or (lookup(env_id).family in ("", "toy_text") and env_id in gymnasium.registry)
 
 
 def render_fps(env_id: str, atari: bool) -> int:
@@ -104,6 +105,47 @@ def draw(env_id: str, observations: np.ndarray) -> np.ndarray:
     frames = []
     for o in observations:
         set_state(env.unwrapped, np.asarray(o, dtype=np.float64))
+        frames.append(env.render())
+    return np.stack(frames)
+
+
+def _toy_text_state(env: Any, state: np.ndarray) -> None:
+    """Puts gymnasium's toy-text env into the state a native env wrote (src/envs/toy_text/*.hpp's
+    write_render_state)."""
+    name = type(env).__name__
+    if name == "BlackjackEnv":
+        player_sum, dealer_card, usable_ace, suit, face = (int(v) for v in state)
+        # a hand the reference's _get_obs sees as (player_sum, usable_ace): an ace and the rest, or the sum
+        env.player = [1, player_sum - 11] if usable_ace else [player_sum]
+        env.dealer = [dealer_card]
+        env.dealer_top_card_suit = "CDHS"[suit]
+        env.dealer_top_card_value_str = (
+            "A" if dealer_card == 1 else "JQK"[face] if dealer_card == 10 else str(dealer_card)
+        )
+        return
+    env.s = int(state[0])
+    env.lastaction = None if state[1] < 0 else int(state[1])
+    if name == "TaxiEnv":
+        env.taxi_orientation = int(state[2])
+
+
+_TOY_TEXT_DRAWERS: dict[tuple[str, str], Any] = {}
+
+
+def draw_toy_text(env_id: str, keywords: Mapping[str, Any], states: np.ndarray) -> np.ndarray:
+    """The frames gymnasium's toy-text class of ``env_id``, made with the env's keywords (its map), draws for the
+    render states ``states`` (one row per env, at least one): ``(n, H, W, 3)``."""
+    kwargs = {k: v for k, v in keywords.items() if v is not None}  # None: the class's own default
+    key = (env_id, repr(sorted(kwargs.items())))
+    if key not in _TOY_TEXT_DRAWERS:
+        import os
+
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        _TOY_TEXT_DRAWERS[key] = _gymnasium_class(env_id)(render_mode="rgb_array", **kwargs)
+    env = _TOY_TEXT_DRAWERS[key]
+    frames = []
+    for state in states:
+        _toy_text_state(env, state)
         frames.append(env.render())
     return np.stack(frames)
 

@@ -144,7 +144,12 @@ class MakeEnv:
 
 
 def _first(obs: Any) -> Any:
-    """The one env's observation, a copy: an array, or a dict of arrays (named fields: dm_control's)."""
+    """The one env's observation, a copy: an array, a dict of arrays (named fields: dm_control's), an np.int64 (a
+    Discrete's, as gymnasium's env checker wants it) or a tuple of those (a Tuple's parts: Blackjack's)."""
     if isinstance(obs, dict):
         return {k: np.array(v[0]) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_first(v) for v in obs)
+    if obs.ndim == 1 and obs.dtype == np.int64:
+        return obs[0]
     return np.array(obs[0])

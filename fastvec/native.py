@@ -234,6 +234,7 @@ class NativePool(_core.Pool):
         self._answers: dict[str, Any] | None = None  # what env_call answers beyond self.attributes (made on demand)
         self._env_id = entry.id
         self._own_frames = bool(spec["render_shape"])  # Atari's screen, MuJoCo's renderer; else drawn by gymnasium
+        self._render_state = spec["render_state_size"] > 0  # toy text: drawn by gymnasium from a state of its own
         #: Attributes a Python env of the family has but a native env cannot answer, by name: why (env_call's error).
         self.unanswerable: dict[str, str] = {}
 
@@ -243,6 +244,9 @@ class NativePool(_core.Pool):
             raise ValueError("env_id must name at least one env to render, got none")
         if self._own_frames:
             return self.peek(env_id, True)
+        if self._render_state:
+            keywords = {k: v for k, v in self.attributes.items() if k in self.entry.options}
+            return _render.draw_toy_text(self._env_id, keywords, self.peek(env_id, True))
         return _render.draw(self._env_id, self.peek(env_id, False))
 
     def refused(self, exc: RuntimeError, env_id: Any) -> None:
@@ -389,6 +393,9 @@ def env_options(entry: EnvEntry, kwargs: dict[str, Any]) -> EnvOptions:
         if kind == "int|str":
             texts[name] = _index_or_name(entry, name, value)
             continue
+        if kind == "text":
+            texts[name] = _text(entry, name, value)
+            continue
         if kind == "range":
             if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
                 raise TypeError(f"{entry.id} option {name!r} must be a (low, high) pair of numbers, got {value!r}")
@@ -422,6 +429,29 @@ def _as_float(entry: EnvEntry, name: str, value: Any) -> float:
         raise ValueError(f"{entry.id} option {name!r} is too large for a float64, got {value}") from None
 
 
+def _text(entry: EnvEntry, name: str, value: Any) -> str:
+    """A text option as its C++ table takes it: a str, None as "", a sequence of str (FrozenLake's desc) as its
+    lines joined by newlines, a sequence of numbers (FrozenLake's reward_schedule) as their reprs joined by
+    commas (exact: a float's repr reads back as the same float)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, str) and "\n" not in v for v in value):
+            return "\n".join(value)
+        if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in value):
+            numbers = [_as_float(entry, name, v) for v in value]
+            if not all(math.isfinite(v) for v in numbers):
+                raise ValueError(f"{entry.id} option {name!r} must hold finite numbers, got {value!r}")
+            return ",".join(repr(v) for v in numbers)
+    raise TypeError(
+        f"{entry.id} option {name!r} must be a str, a list of str, a tuple of numbers or None, got {value!r}"
+    )
+
+
 def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
     """An index-or-name option (Ant's main_body) as its C++ table takes it: "index:<n>" or "name:<s>"."""
     if isinstance(value, str) and value:
@@ -434,6 +464,10 @@ def _index_or_name(entry: EnvEntry, name: str, value: Any) -> str:
 
 
 def _space(kind: str, spec: dict[str, Any]) -> gym.Space:
+    if kind == "obs" and spec["obs_discrete"]:
+        # toy text's: Discrete(n), or a Tuple of Discretes (Blackjack's)
+        parts: list[gym.Space] = [gym.spaces.Discrete(n) for n in spec["obs_discrete"]]
+        return gym.spaces.Tuple(parts) if spec["obs_tuple"] else parts[0]
     if kind == "obs" and spec["obs_fields"]:
         # named fields (dm_control's): a Dict of their arrays, in the env's order (a list keeps it; a dict
         # would be sorted by gymnasium); unbounded, or uint8 frames (dm_control's pixels)

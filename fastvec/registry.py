@@ -30,7 +30,8 @@ class OptionSpec:
 
     name: str
     #: "bool", "int", "float", "range" (a (low, high) pair), "file" (a path: MuJoCo's ``xml_file``), "int|str" (an
-    #: index or a name: Ant's ``main_body``), or "str": filled in by fastvec (a ROM's path), not a keyword
+    #: index or a name: Ant's ``main_body``), "text" (a str, None or a list of str: FrozenLake's ``map_name`` and
+    #: ``desc``), or "str": filled in by fastvec (a ROM's path), not a keyword
     kind: str
     default: Any
     low: float = -math.inf
@@ -48,7 +49,7 @@ class EnvEntry:
     reward_threshold: float | None = None
     hidden: bool = False  #: test-only envs, not listed
     rom: str | None = None  #: Atari: the ROM's id in ale-py (``"space_invaders"``)
-    family: str = ""  #: "atari", "mujoco", "mpe", or "" (classic control, and the test-only envs)
+    family: str = ""  #: "atari", "mujoco", "mpe", "toy_text", or "" (classic control, and the test-only envs)
     option_specs: tuple[OptionSpec, ...] = ()
     built: bool = True  #: False: the compiled module was built without its family's backend (no options, no pool)
 

@@ -23,12 +23,17 @@ from fastvec.roms import ATARI_ID
 
 # gymnasium's MuJoCo v5 ids, and dm_control's tasks, which fastvec runs natively when built with its MuJoCo backend
 # (named by the registry in any build: the tests that take them are marked, and deselected where the backend is not
-# built). Both have float64 rewards.
+# built). Both have float64 rewards, as gymnasium's toy text envs (their Python numbers batched by its vector envs).
 MUJOCO_IDS = fastvec.registry.family_ids("mujoco")
 DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
 # gymnasium's Box2D envs, native when built with the Box2D backend (float64 rewards, as gymnasium's).
 BOX2D_IDS = fastvec.registry.family_ids("box2d")
-FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + BOX2D_IDS
+TOY_TEXT_IDS = fastvec.registry.family_ids("toy_text")
+FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + BOX2D_IDS + TOY_TEXT_IDS
+# Envs that start in one state whatever the seed (FrozenLake's and CliffWalking's start tile): seeds show later.
+FIXED_START_IDS = ("FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "CliffWalkingSlippery-v1")
+# CliffWalking-v1 has no randomness at all: its trajectories do not depend on the seed.
+SEEDLESS_IDS = ("CliffWalking-v1",)
 
 
 # The families whose own test files cover every env (tests/envs/test_atari.py every game, tests/envs/test_mujoco.py

@@ -19,6 +19,7 @@ from fastvec.bench.work import (
     is_atari,
     is_dm_control,
     is_mujoco,
+    is_toy_text,
     shimmy_env_fn,
 )
 
@@ -79,6 +80,8 @@ def make_fastvec_envpool(env_id: str, num_envs: int, asynchronous: bool) -> Runn
         kwargs.update(ATARI, max_episode_steps=ATARI_MAX_STEPS)
     elif is_mujoco(env_id):
         raise NotAvailable("no MuJoCo in fastvec.envpool (fastvec.make has it)")
+    elif is_toy_text(env_id):
+        raise NotAvailable("no toy text in fastvec.envpool (fastvec.make has it)")
     else:
         classic_only(env_id)
     actions = discrete_actions(num_envs, np.int64, env_id)  # as the fastvec rows: the front door's cost alone

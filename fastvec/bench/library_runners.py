@@ -12,6 +12,7 @@ from fastvec.bench.runners import AsyncRunner, NotAvailable, Runner, SyncRunner
 from fastvec.bench.work import (
     ATARI,
     ATARI_MAX_STEPS,
+    ENVPOOL_IDS,
     actions_for,
     ale_id,
     classic_only,
@@ -45,10 +46,11 @@ def make_envpool(env_id: str, num_envs: int, num_threads: int, asynchronous: boo
         pass  # EnvPool's own dm_control port; its defaults are the suite's (1000 steps, no early termination)
     else:
         classic_only(env_id)
+    name = ENVPOOL_IDS.get(env_id, env_id)
     if asynchronous:
-        env = envpool.make(env_id, batch_size=num_envs // 2, **kwargs)
+        env = envpool.make(name, batch_size=num_envs // 2, **kwargs)
         return AsyncRunner(env, actions_for(env_id, env.action_space, num_envs, np.int32), num_envs // 2)
-    env = envpool.make(env_id, **kwargs)
+    env = envpool.make(name, **kwargs)
     env.reset()
     return SyncRunner(env, env.step, actions_for(env_id, env.action_space, num_envs, np.int32), num_envs, env.close)
 

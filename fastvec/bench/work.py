@@ -1,6 +1,6 @@
-"""The work every contender does, so that their rows compare: which envs (classic control, gymnasium's MuJoCo v5,
-Atari, the DeepMind Control Suite, multi-agent PettingZoo envs), Atari's settings, and the uniformly random actions
-each draws before timing."""
+"""The work every contender does, so that their rows compare: which envs (classic control, toy text, gymnasium's
+MuJoCo v5, Atari, the DeepMind Control Suite, multi-agent PettingZoo envs), Atari's settings, and the uniformly
+random actions each draws before timing."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from fastvec.dm_control_tasks import suite_task
 from fastvec.registry import family_ids
 
 CLASSIC_ENVS = ("CartPole-v1",)
+# gymnasium's toy-text envs (FrozenLake-v1, Taxi-v3, ...), as gymnasium.make makes them: fastvec runs them natively,
+# EnvPool 1.2.5 too (CliffWalking-v1 under its older id, ENVPOOL_IDS), every Python row as gymnasium's classes.
+TOY_TEXT_ENVS = family_ids("toy_text")
+ENVPOOL_IDS = {"CliffWalking-v1": "CliffWalking-v0"}
 # gymnasium's MuJoCo v5 envs: fastvec runs them natively, and EnvPool 1.2.5 has each as the same v5 (frame skip,
 # observation, action bounds and episode limit checked equal to gymnasium's: 1000 steps, Pusher 100, Reacher 50).
 # Every contender steps the env as gymnasium makes it, with uniformly random actions within its bounds.
@@ -57,7 +61,11 @@ def is_mujoco(env_id: str) -> bool:
 
 
 def is_atari(env_id: str) -> bool:
-    return env_id not in CLASSIC_ENVS and not is_mujoco(env_id) and env_id.endswith("-v5")
+    return env_id not in CLASSIC_ENVS and not is_toy_text(env_id) and not is_mujoco(env_id) and env_id.endswith("-v5")
+
+
+def is_toy_text(env_id: str) -> bool:
+    return env_id in TOY_TEXT_ENVS
 
 
 def is_dm_control(env_id: str) -> bool:
@@ -124,14 +132,16 @@ def shimmy_env(env_id: str) -> Any:
 
 
 def classic_only(env_id: str) -> None:
-    if env_id not in CLASSIC_ENVS:
+    """Refuses all but classic control and toy text (gymnasium's cheap envs, which every library makes alike)."""
+    if env_id not in CLASSIC_ENVS and not is_toy_text(env_id):
         raise NotAvailable("not wired for this env")
 
 
 def gymnasium_env_only(env_id: str) -> None:
     """Refuses Atari, whose preprocessing each library wires its own way (the Python-env pool is not wired for
-    it); classic control and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work everywhere."""
-    if env_id not in CLASSIC_ENVS and not is_mujoco(env_id):
+    it); classic control, toy text and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work
+    everywhere."""
+    if env_id not in CLASSIC_ENVS and not is_toy_text(env_id) and not is_mujoco(env_id):
         raise NotAvailable("not wired for this env")
 
 
@@ -154,7 +164,8 @@ def gym_atari_kwargs() -> dict[str, Any]:
 
 
 def discrete_actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1") -> np.ndarray:
-    """Uniformly random actions, drawn before timing (CartPole: 2 actions; an Atari game: its minimal set)."""
+    """Uniformly random actions, drawn before timing (CartPole: 2 actions; a toy-text env: its Discrete's; an
+    Atari game: its minimal set)."""
     rng = np.random.default_rng(12345)
     return rng.integers(0, _num_actions(env_id), size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
 
@@ -196,9 +207,14 @@ def multiagent_actions(spaces: dict[str, Any], num_envs: int) -> list[dict[str, 
 
 @functools.cache
 def _num_actions(env_id: str) -> int:
+    import gymnasium as gym
+
+    if is_toy_text(env_id):
+        toy_space = gym.make(env_id).action_space
+        assert isinstance(toy_space, gym.spaces.Discrete)
+        return int(toy_space.n)
     if not is_atari(env_id):
         return 2
-    import gymnasium as gym
 
     env = gym.make(ale_id(env_id))
     space = env.action_space

@@ -143,8 +143,8 @@ def state_fields(spec: EnvPoolSpec) -> tuple[str, ...]:
 
 def list_all_envs() -> list[str]:
     """The ids ``make`` takes: the classic-control, Atari and dm_control ids fastvec runs natively (not its MuJoCo
-    ones, whose EnvPool conventions (info keys, float32 rewards, options) the front door does not speak)."""
-    return [e for e in list_envs() if lookup(e).family not in ("mujoco", *MULTI_AGENT_FAMILIES)]
+    and toy-text ones, whose EnvPool conventions (info keys, dtypes, options) the front door does not speak)."""
+    return [e for e in list_envs() if lookup(e).family not in ("mujoco", "toy_text", *MULTI_AGENT_FAMILIES)]
 
 
 def lookup_entry(task_id: Any) -> EnvEntry:
@@ -162,6 +162,12 @@ def lookup_entry(task_id: Any) -> EnvEntry:
             f"fastvec.envpool does not make {task_id!r}: its MuJoCo envs follow gymnasium's conventions, not "
             f"EnvPool's (info keys, float32 rewards, options); use fastvec.make({task_id!r}, num_envs), whose envs "
             "are gymnasium's v5 envs bit for bit"
+        )
+    if entry.family == "toy_text":
+        raise ValueError(
+            f"fastvec.envpool does not make {task_id!r}: its toy-text envs follow gymnasium's conventions, not "
+            f"EnvPool's (int32 observations, Blackjack's Box); use fastvec.make({task_id!r}, num_envs), whose envs are "
+            "gymnasium's bit for bit"
         )
     if entry.family in MULTI_AGENT_FAMILIES:
         raise ValueError(

@@ -200,6 +200,9 @@ PYBIND11_MODULE(_core, m) {
           case Kind::kName:
             d["default"] = py::str(o.text_fallback);
             break;
+          case Kind::kText:  // "" is None
+            d["default"] = o.text_fallback.empty() ? py::object(py::none()) : py::object(py::str(o.text_fallback));
+            break;
           case Kind::kRange:
             d["default"] = py::make_tuple(o.fallback, o.fallback_high);
             break;

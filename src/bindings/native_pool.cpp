@@ -125,6 +125,8 @@ py::dict NativePool::spec() const {
   py::list obs_fields;
   for (const core::ObsField& f : s.obs_fields) obs_fields.append(py::make_tuple(f.name, py::tuple(py::cast(f.shape))));
   d["obs_fields"] = obs_fields;
+  d["obs_discrete"] = s.obs_discrete;
+  d["obs_tuple"] = s.obs_tuple;
   d["num_actions"] = s.num_actions;
   d["action_shape"] = s.action_shape;
   d["action_low"] = s.action_low;
@@ -143,6 +145,7 @@ py::dict NativePool::spec() const {
   d["action_dtype"] = pool_->action_dtype();
   d["reward_dtype"] = pool_->reward_dtype();
   d["render_shape"] = s.render_shape;
+  d["render_state_size"] = s.render_state_size;
   py::list agents;
   for (const core::AgentSpec& a : s.agents) {
     py::dict agent;
@@ -237,8 +240,14 @@ py::array NativePool::peek(const py::handle& env_id, bool frames) {
   std::vector<int32_t> ids = this->ids(env_id);
   const core::Spec& s = pool_->spec();
   std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(ids.size())};
-  for (int64_t d : frames ? s.render_shape : s.obs_shape) shape.push_back(d);
-  py::array out = frames ? py::array(py::dtype::of<uint8_t>(), shape) : py::array(py::dtype(pool_->obs_dtype()), shape);
+  const bool state = frames && s.render_state_size > 0;  // (the state Python draws the frame from)
+  if (state)
+    shape.push_back(s.render_state_size);
+  else
+    for (int64_t d : frames ? s.render_shape : s.obs_shape) shape.push_back(d);
+  py::array out = state    ? py::array(py::dtype::of<int64_t>(), shape)
+                  : frames ? py::array(py::dtype::of<uint8_t>(), shape)
+                           : py::array(py::dtype(pool_->obs_dtype()), shape);
   void* data = out.mutable_data();
   without_gil([&] { pool_->peek(ids.data(), static_cast<int>(ids.size()), frames, data); });
   return out;

@@ -68,8 +68,9 @@ class NativePool {
   // A partial reset of a sync pool, nothing in flight, waited for: the listed envs' rows in env order or
   // (all_rows) every env's, the others reporting their current observation (then each must have been reset).
   py::object reset_envs(const py::handle& env_id, const std::vector<std::optional<uint64_t>>& seeds, bool all_rows);
-  // The current frames (frames=True: (n, H, W, 3) uint8, spec()["render_shape"]) or observations of the envs
-  // in env_id (None: every env), none of them in flight.
+  // The current frames (frames=True: (n, H, W, 3) uint8, spec()["render_shape"]; or, for an env that has a
+  // render state, (n, spec()["render_state_size"]) int64) or observations of the envs in env_id (None: every
+  // env), none of them in flight.
   py::array peek(const py::handle& env_id, bool frames);
   void drain();
   // In a forked child, close() only forgets the pool: its threads live in

@@ -53,7 +53,9 @@ py::object ResultMaker::observations(void* data, py::ssize_t rows, const py::han
   py::ssize_t row_bytes = item;
   for (size_t k = 1; k < obs_shape.size(); ++k) row_bytes *= obs_shape[k];
   py::dict out;
-  for (const ObsColumn& c : obs_columns_) {
+  py::tuple parts(obs_tuple_ ? obs_columns_.size() : 0);
+  for (size_t k = 0; k < obs_columns_.size(); ++k) {
+    const ObsColumn& c = obs_columns_[k];
     std::vector<py::ssize_t> shape = c.shape, strides(c.shape.size());
     shape[0] = rows;
     py::ssize_t stride = item;
@@ -62,9 +64,14 @@ py::object ResultMaker::observations(void* data, py::ssize_t rows, const py::han
       stride *= shape[k];
     }
     strides[0] = row_bytes;
-    out[c.key] = view(obs_dtype_, static_cast<int>(shape.size()), shape.data(), strides.data(),
-                      static_cast<std::byte*>(data) + c.offset, owner);
+    py::object part = view(obs_dtype_, static_cast<int>(shape.size()), shape.data(), strides.data(),
+                           static_cast<std::byte*>(data) + c.offset, owner);
+    if (obs_tuple_)
+      parts[k] = std::move(part);
+    else
+      out[c.key] = std::move(part);
   }
+  if (obs_tuple_) return parts;
   return out;
 }
 
@@ -73,6 +80,7 @@ void ResultMaker::prepare(const core::PoolBase& pool) {
   obs_shape_ = {pool.batch_size()};
   obs_shape_.insert(obs_shape_.end(), s.obs_shape.begin(), s.obs_shape.end());
   obs_dtype_ = py::dtype(pool.obs_dtype());
+  obs_tuple_ = s.obs_tuple;
   py::ssize_t at = 0;
   for (const core::ObsField& f : s.obs_fields) {
     std::vector<py::ssize_t> shape{pool.batch_size()};
@@ -171,12 +179,16 @@ py::object ResultMaker::make_empty() const {
     items[result_index::kObs] = py::array(obs_dtype_, obs_shape);
   } else {
     py::dict obs;
-    for (const ObsColumn& c : obs_columns_) {
-      std::vector<py::ssize_t> shape = c.shape;
+    py::tuple parts(obs_tuple_ ? obs_columns_.size() : 0);
+    for (size_t k = 0; k < obs_columns_.size(); ++k) {
+      std::vector<py::ssize_t> shape = obs_columns_[k].shape;
       shape[0] = 0;
-      obs[c.key] = py::array(obs_dtype_, shape);
+      if (obs_tuple_)
+        parts[k] = py::array(obs_dtype_, shape);
+      else
+        obs[obs_columns_[k].key] = py::array(obs_dtype_, shape);
     }
-    items[result_index::kObs] = std::move(obs);
+    items[result_index::kObs] = obs_tuple_ ? py::object(std::move(parts)) : py::object(std::move(obs));
   }
   items[result_index::kReward] = py::array(reward_dtype_, none_of);
   items[result_index::kTerminated] = py::array(bool_dtype_, none_of);

@@ -47,6 +47,7 @@ class ResultMaker {
   };
   std::vector<py::ssize_t> obs_shape_;  // (batch_size, *spec.obs_shape)
   std::vector<ObsColumn> obs_columns_;  // spec.obs_fields, in order (empty: observations are one array)
+  bool obs_tuple_ = false;              // spec.obs_tuple: the columns make a tuple, not a dict
   py::dtype obs_dtype_, reward_dtype_, bool_dtype_ = py::dtype::of<bool>();
   py::object no_info_ = py::module_::import("types").attr("MappingProxyType")(py::dict());
   const std::unique_ptr<InfoLayout> info_layout_;

@@ -163,6 +163,8 @@ struct Ops {
       write_as(out[0], reinterpret_cast<const uint8_t*>(b.obs(0)), rows * obs_size, "obs");
     } else if (obs_dtype == "float32") {
       write_as(out[0], reinterpret_cast<const float*>(b.obs(0)), rows * obs_size, "obs");
+    } else if (obs_dtype == "int64") {
+      write_as(out[0], reinterpret_cast<const int64_t*>(b.obs(0)), rows * obs_size, "obs");
     } else {
       write_as(out[0], reinterpret_cast<const double*>(b.obs(0)), rows * obs_size, "obs");
     }
@@ -187,6 +189,7 @@ struct Ops {
         write_as(out[5 + k], values.data(), rows * f.size, f.name.c_str());
       };
       switch (f.type) {
+        case core::InfoField::Type::kInt8: column(int8_t{}); break;
         case core::InfoField::Type::kInt32: column(int32_t{}); break;
         case core::InfoField::Type::kInt64: column(int64_t{}); break;
         case core::InfoField::Type::kFloat64: column(double{}); break;

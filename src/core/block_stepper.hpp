@@ -102,6 +102,8 @@ class BlockStepper {
   static constexpr bool kHasInfo = requires(const E& c, std::byte* p) { c.write_info(0, p); };
   // Envs that draw their own frames (Spec::render_shape), such as Atari's screen.
   static constexpr bool kHasRender = requires(E& env, uint8_t* p) { env.render(0, p); };
+  // Envs whose frames Python draws from a state they write (Spec::render_state_size), such as toy text's.
+  static constexpr bool kHasRenderState = requires(const E& c, int64_t* p) { c.write_render_state(0, p); };
 
   BlockStepper(const PoolConfig& cfg, const Spec& spec, int block_size, size_t obs_size, size_t action_size)
       : mode_(cfg.autoreset_mode),
@@ -147,12 +149,15 @@ class BlockStepper {
   void construct(int b, const Options& options) { blocks_[b] = std::make_unique<E>(block_size_, options); }
 
   // Called by the caller thread for an env that is not in flight and whose
-  // block no thread runs: its current frame (frames) or observation.
+  // block no thread runs: its current frame or render state (frames) or observation.
   void peek(int e, bool frames, std::byte* out) {
     E& env = *blocks_[e / block_size_];
     const int i = e % block_size_;
     if constexpr (kHasRender) {
       if (frames) return env.render(i, reinterpret_cast<uint8_t*>(out));
+    }
+    if constexpr (kHasRenderState) {
+      if (frames) return env.write_render_state(i, reinterpret_cast<int64_t*>(out));
     }
     env.write_obs(i, reinterpret_cast<Obs*>(out));
   }

@@ -7,7 +7,8 @@
 // take the index i of an env in the block. The pool calls an instance from
 // one thread at a time.
 //
-//   using Obs = float | uint8_t | double;    observation element (a float32, uint8 or float64 Box)
+//   using Obs = float | uint8_t | double | int64_t;  observation element (a float32, uint8 or float64 Box;
+//                                            int64_t: Discrete values, spec.obs_discrete)
 //   using Action = int32_t | float | double; int32_t: Discrete(spec.num_actions); float, double: a Box
 //                                            (double: float64 actions reach the env exact)
 //   static OptionTable options();     every keyword the env takes (core/options.hpp)
@@ -24,6 +25,8 @@
 //   void write_info(int i, std::byte* out) const;    spec.info's fields, at info_offsets(spec.info), for the
 //                                                    env's last step or reset (the pool masks what a reset lacks)
 //   void render(int i, uint8_t* out);                                        spec.render_shape, RGB
+//   void write_render_state(int i, int64_t* out) const;  spec.render_state_size values from which Python draws
+//                                                        the env's frame (toy text's, by gymnasium's classes)
 
 #include <concepts>
 #include <cstddef>
@@ -54,7 +57,7 @@ using reward_t = typename env_detail::RewardOf<E>::type;
 
 template <class E>
 concept NativeEnv = (std::same_as<typename E::Obs, float> || std::same_as<typename E::Obs, uint8_t> ||
-                     std::same_as<typename E::Obs, double>) &&
+                     std::same_as<typename E::Obs, double> || std::same_as<typename E::Obs, int64_t>) &&
                     (std::same_as<typename E::Action, int32_t> || std::same_as<typename E::Action, float> ||
                      std::same_as<typename E::Action, double>) &&
                     (std::same_as<reward_t<E>, float> || std::same_as<reward_t<E>, double>) &&

@@ -22,7 +22,9 @@ struct OptionSpec {
   // kRange: a (low, high) pair of reals (gymnasium's healthy_z_range, ...),
   //   fallback and fallback_high its default; each is checked against low, high.
   // kName: an int index or a name (Ant's main_body), given as text: "index:<n>" or "name:<s>".
-  enum class Kind { kBool, kInt, kReal, kString, kFile, kRange, kName };
+  // kText: a keyword taking a str, None (given as ""), a list of str (FrozenLake's desc, given as its lines
+  //   joined by '\n') or a tuple of numbers (its reward_schedule, given as their reprs joined by ',').
+  enum class Kind { kBool, kInt, kReal, kString, kFile, kRange, kName, kText };
   std::string name;  // the Python keyword
   Kind kind;
   double fallback = 0;  // the default (numbers; kBool: 0 or 1)
@@ -33,7 +35,8 @@ struct OptionSpec {
 };
 
 inline bool is_text(OptionSpec::Kind kind) {
-  return kind == OptionSpec::Kind::kString || kind == OptionSpec::Kind::kFile || kind == OptionSpec::Kind::kName;
+  return kind == OptionSpec::Kind::kString || kind == OptionSpec::Kind::kFile || kind == OptionSpec::Kind::kName ||
+         kind == OptionSpec::Kind::kText;
 }
 
 using OptionTable = std::vector<OptionSpec>;
@@ -54,6 +57,8 @@ inline const char* kind_name(OptionSpec::Kind kind) {
       return "range";
     case OptionSpec::Kind::kName:
       return "int|str";
+    case OptionSpec::Kind::kText:
+      return "text";
   }
   return "?";
 }
@@ -141,6 +146,7 @@ class Options {
       case OptionSpec::Kind::kFile:
       case OptionSpec::Kind::kRange:
       case OptionSpec::Kind::kName:
+      case OptionSpec::Kind::kText:
         return;
     }
   }

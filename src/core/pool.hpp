@@ -236,7 +236,8 @@ class Pool final : public PoolBase {
     std::lock_guard<std::mutex> lock(api_mu_);
     check_open();
     check_ids(env_ids, n);
-    if (frames && !BlockStepper<E>::kHasRender) throw UsageError("this env has no frames to render");
+    if (frames && !BlockStepper<E>::kHasRender && !BlockStepper<E>::kHasRenderState)
+      throw UsageError("this env has no frames to render");
     for (int k = 0; k < n; ++k) {
       const int e = env_ids[k];
       if (state_[e] == State::kFresh)
@@ -247,7 +248,9 @@ class Pool final : public PoolBase {
                          "its attributes ('render')");
     }
     wait_blocks_free(env_ids, n);  // the blocks of idle envs are the caller's once no thread runs them
-    const size_t bytes = frames ? elements(spec_.render_shape) : obs_size_ * sizeof(Obs);
+    const size_t bytes = !frames                               ? obs_size_ * sizeof(Obs)
+                         : BlockStepper<E>::kHasRenderState ? static_cast<size_t>(spec_.render_state_size) * 8
+                                                            : elements(spec_.render_shape);
     for (int k = 0; k < n; ++k) envs_.peek(env_ids[k], frames, static_cast<std::byte*>(out) + k * bytes);
   }
 

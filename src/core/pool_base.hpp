@@ -78,7 +78,7 @@ class PoolBase {
   virtual ~PoolBase() = default;
   virtual const Spec& spec() const = 0;
   virtual bool action_is_discrete() const = 0;
-  virtual const char* obs_dtype() const = 0;     // "float32", "uint8" or "float64"
+  virtual const char* obs_dtype() const = 0;     // "float32", "uint8", "float64" or "int64"
   virtual const char* action_dtype() const = 0;  // what send_step reads: "int64", "float32" or "float64"
   virtual const char* reward_dtype() const = 0;  // "float32" or "float64"
   virtual int num_envs() const = 0;
@@ -110,7 +110,8 @@ class PoolBase {
   virtual std::shared_ptr<Batch> recv_rest(int* rows) = 0;
   // Waits for everything in flight and discards it.
   virtual void drain() = 0;
-  // Writes the current frame (frames: the env's render(), spec().render_shape)
+  // Writes the current frame (frames: the env's render(), spec().render_shape;
+  // or its write_render_state(), spec().render_state_size int64 values)
   // or observation of each env in env_ids, none of them in flight, into out,
   // one after the other. Steps nothing; runs on the calling thread.
   virtual void peek(const int32_t* env_ids, int n, bool frames, void* out) = 0;

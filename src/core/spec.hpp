@@ -16,16 +16,28 @@ namespace fastvec::core {
 // One info value per env: info[name] has shape (rows,) or, with size > 1,
 // (rows, size).
 struct InfoField {
-  enum class Type : uint8_t { kInt32, kInt64, kFloat64 };
+  enum class Type : uint8_t { kInt32, kInt64, kFloat64, kInt8 };
   std::string name;
   Type type = Type::kInt32;
   int64_t size = 1;
   bool at_reset = true;  // also in a reset's info (with Spec::info_masks; else it is only a step's)
 };
 
-inline size_t info_bytes(InfoField::Type t) { return t == InfoField::Type::kInt32 ? 4 : 8; }
+inline size_t info_bytes(InfoField::Type t) {
+  return t == InfoField::Type::kInt8 ? 1 : t == InfoField::Type::kInt32 ? 4 : 8;
+}
 inline const char* info_dtype(InfoField::Type t) {
-  return t == InfoField::Type::kInt32 ? "int32" : t == InfoField::Type::kInt64 ? "int64" : "float64";
+  switch (t) {
+    case InfoField::Type::kInt8:
+      return "int8";
+    case InfoField::Type::kInt32:
+      return "int32";
+    case InfoField::Type::kInt64:
+      return "int64";
+    case InfoField::Type::kFloat64:
+      break;
+  }
+  return "float64";
 }
 
 // Where each field starts in an info row: in order, each aligned to its element size.
@@ -86,6 +98,12 @@ struct Spec {
   // (sum of the fields' sizes,).
   std::vector<ObsField> obs_fields;
   std::vector<double> obs_low, obs_high;  // one value per observation element
+  // Discrete observations (toy text's; the env's Obs is int64_t): the n of each element's Discrete(n).
+  // Without obs_fields, one element: the space is Discrete(n) and obs_shape is (). With obs_fields and
+  // obs_tuple, one element per field: a Tuple of Discretes (Blackjack's). Empty: a Box.
+  std::vector<int64_t> obs_discrete;
+  // The fields are a Tuple's (a batch holds a tuple of their arrays, in order), not a Dict's.
+  bool obs_tuple = false;
   // Discrete(num_actions) for an env with int32 actions (num_actions > 0),
   // else a float32 Box of action_shape bounded by action_low/action_high
   // (one value per element). The pool checks the two agree. (A Box env whose
@@ -118,6 +136,9 @@ struct Spec {
   // (H, W, 3): the uint8 RGB frame the env's render(i, out) writes (Atari's
   // screen); empty: the env has no render (Python draws it from its state).
   std::vector<int64_t> render_shape;
+  // > 0: what the env's write_render_state(i, out) writes instead (int64 values: the state behind a frame
+  // beyond the observation, such as toy text's last action), for Python to draw the frame from.
+  int64_t render_state_size = 0;
   // A multi-agent env's agents, in the order of its rows (empty: a single-agent env).
   std::vector<AgentSpec> agents;
 };

@@ -1,4 +1,4 @@
-"""Parity of fastvec's native classic-control envs with gymnasium's reference classes.
+"""Parity of fastvec's native classic-control and toy-text envs with gymnasium's reference classes.
 
 Three levels:
 
@@ -351,9 +351,9 @@ def _run_side_by_side(
     env = fastvec.make(env_id, n, episode_stats=episode_stats, **kwargs)
     ref = gym.make_vec(env_id, num_envs=n, vectorization_mode="sync", **kwargs)
     seeds = [first_seed + 17 * i for i in range(n)]
-    obs, _ = env.reset(seed=seeds)
-    ref_obs, _ = ref.reset(seed=seeds)
-    on_step(-1, None, (obs, None, None, None, None), (ref_obs, None, None, None, None))
+    obs, info = env.reset(seed=seeds)
+    ref_obs, ref_info = ref.reset(seed=seeds)
+    on_step(-1, None, (obs, None, None, None, info), (ref_obs, None, None, None, ref_info))
     rng = np.random.default_rng(99)
     for t in range(steps):
         actions = _policy(env_id, obs, rng) if policy is None else policy(env_id, obs)
@@ -539,3 +539,86 @@ def test_trajectory_close_to_unmodified_gymnasium(case):
     _run_side_by_side(env_id, kwargs, n, steps, float64_reference=False, on_step=on_step)
     assert ends[0] > n
     print(f"{_case_id(case)}: worst observation drift {worst[0]:.3g}")
+
+
+# ---------------------------------------------------------------------------------------------
+# toy text: whole trajectories, every draw of gymnasium's np_random included
+
+TOY_TEXT = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family == "toy_text"]
+# Every toy-text id with its defaults, and each option gymnasium's class takes.
+TOY_TEXT_CASES = [(e, {}) for e in TOY_TEXT] + [
+    ("FrozenLake-v1", {"is_slippery": False}),
+    ("FrozenLake-v1", {"map_name": "8x8"}),
+    ("FrozenLake-v1", {"success_rate": 0.75}),
+    ("FrozenLake-v1", {"success_rate": 0.1}),  # cumulative sums that stop short of 1: the draw past them is 0
+    ("FrozenLake-v1", {"desc": ["SFFHF", "FHSFF", "FFFHG"], "is_slippery": True}),  # two starts
+    ("FrozenLake-v1", {"reward_schedule": (2, -1, -0.01)}),
+    ("Taxi-v3", {"is_rainy": True}),
+    ("Taxi-v3", {"fickle_passenger": True}),
+    ("Taxi-v3", {"is_rainy": True, "fickle_passenger": True}),
+    ("CliffWalking-v1", {"is_slippery": True}),
+    ("Blackjack-v1", {"sab": False}),
+    ("Blackjack-v1", {"sab": False, "natural": True}),
+]
+
+
+def _toy_text_policy(env_id: str):
+    """Seeded random actions; Taxi's mostly among those its action mask allows (gymnasium's own mask of the
+    state), so that passengers are picked up, carried (the fickle passenger's moves) and dropped off."""
+    rng = np.random.default_rng(5)
+    taxi = gym.make("Taxi-v3").unwrapped
+
+    def policy(_, obs):
+        n = len(obs[0]) if isinstance(obs, tuple) else len(obs)
+        if env_id != "Taxi-v3":
+            return rng.integers(0, 2 if env_id == "Blackjack-v1" else 4, n)
+        masked = [rng.choice(np.flatnonzero(taxi.action_mask(int(s)))) for s in obs]
+        return np.where(rng.random(n) < 0.8, masked, rng.integers(0, 6, n))
+
+    return policy
+
+
+def _assert_info_equal(info: dict, ref_info: dict, msg: str) -> None:
+    """Every key of the reference's info (values and ``_key`` masks). A value is compared as the reference's
+    dtype holds it: gymnasium's vector env types a key's array by the first env that reports it, so a reset's
+    ``prob`` of 1 (a Python int) makes it int64 for that step (fastvec's is float64, as its steps' are)."""
+    assert sorted(info) == sorted(ref_info), msg
+    for key, expected in ref_info.items():
+        np.testing.assert_array_equal(np.asarray(info[key]).astype(expected.dtype), expected, err_msg=f"{msg}: {key}")
+
+
+@pytest.mark.parametrize("case", TOY_TEXT_CASES, ids=_case_id)
+def test_toy_text_trajectory_bitwise_equal_to_gymnasium(case):
+    """fastvec next to gymnasium's SyncVectorEnv (TimeLimit where gymnasium.make has one, next-step autoreset)
+    over many episodes from 32 seeds: observations (dtype included), rewards, flags and info equal at every step,
+    as they are only if every draw (categorical_sample's random(), Blackjack's and the fickle passenger's
+    choice(), Taxi's fickle 0.3 draw) is taken from the same generator state in the same order."""
+    env_id, kwargs = case
+    n, steps = 32, 400
+    ends = [0, 0]
+
+    def on_step(t, actions, result, ref_result):
+        msg = f"step {t}"
+        if isinstance(ref_result[0], tuple):  # Blackjack: a tuple of int64 arrays
+            assert isinstance(result[0], tuple) and len(result[0]) == len(ref_result[0]), msg
+            for got, expected in zip(result[0], ref_result[0], strict=True):
+                assert got.dtype == expected.dtype, msg
+                np.testing.assert_array_equal(got, expected, err_msg=msg)
+        else:
+            assert result[0].dtype == ref_result[0].dtype == np.int64, msg
+            np.testing.assert_array_equal(result[0], ref_result[0], err_msg=msg)
+        _assert_info_equal(result[4], ref_result[4], msg)
+        if t < 0:
+            return
+        assert result[1].dtype == ref_result[1].dtype, msg
+        np.testing.assert_array_equal(result[1], ref_result[1], err_msg=msg)
+        np.testing.assert_array_equal(result[2], ref_result[2], err_msg=msg)
+        np.testing.assert_array_equal(result[3], ref_result[3], err_msg=msg)
+        ends[0] += int(result[2].sum())
+        ends[1] += int(result[3].sum())
+
+    _run_side_by_side(
+        env_id, kwargs, n, steps, float64_reference=False, on_step=on_step, policy=_toy_text_policy(env_id)
+    )
+    assert ends[0] > 0, ends  # episodes end by termination (and autoreset)
+    print(f"{_case_id(case)}: {ends[0]} terminated, {ends[1]} truncated, equal")

@@ -454,7 +454,10 @@ def test_make_spec_and_list_all_envs():
     assert spec.reward_threshold == envpool.make_spec("CartPole-v1").reward_threshold == 475.0
     multi_agent = fastvec.registry.MULTI_AGENT_FAMILIES
     native = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family not in multi_agent]
-    assert fe.list_all_envs() == [e for e in native if e not in MUJOCO_IDS]
+    toy_text = fastvec.registry.family_ids("toy_text")
+    assert fe.list_all_envs() == [e for e in native if e not in MUJOCO_IDS and e not in toy_text]
+    with pytest.raises(ValueError, match="does not make 'Taxi-v3': its toy-text envs"):
+        fe.make_spec("Taxi-v3")
     classic = {"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"}
     assert classic <= set(fe.list_all_envs()) & set(envpool.list_all_envs())
 

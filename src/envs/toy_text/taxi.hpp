@@ -1,0 +1,209 @@
+#pragma once
+// Taxi-v3, a port of gymnasium/envs/toy_text/taxi.py (Dietterich 2000): the same transition table (dry, or
+// is_rainy's 0.8/0.1/0.1 moves), the fickle passenger's draws, and info's prob and action_mask.
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/options.hpp"
+#include "core/rng.hpp"
+#include "core/spec.hpp"
+#include "envs/toy_text/tabular.hpp"
+
+namespace fastvec::envs {
+
+class Taxi {
+ public:
+  using Obs = int64_t;
+  using Action = int32_t;
+  using Reward = double;
+
+  static core::OptionTable options() {
+    using K = core::OptionSpec::Kind;
+    return {{.name = "is_rainy", .kind = K::kBool, .fallback = 0},
+            {.name = "fickle_passenger", .kind = K::kBool, .fallback = 0}};
+  }
+
+  static core::Spec spec(const core::Options&) {
+    core::Spec s;
+    s.obs_discrete = {500};
+    s.obs_low = {0};
+    s.obs_high = {499};
+    s.num_actions = 6;
+    s.step_cost_ns = 5;
+    s.info = {{.name = "prob", .type = core::InfoField::Type::kFloat64},
+              {.name = "action_mask", .type = core::InfoField::Type::kInt8, .size = 6}};
+    s.info_masks = true;
+    s.render_state_size = 3;
+    return s;
+  }
+
+  Taxi(int n, const core::Options& o)
+      : model_(build(o.flag("is_rainy"))), fickle_passenger_(o.flag("fickle_passenger")), s_(n), prob_(n),
+        fickle_step_(n), last_action_(n), orientation_(n), rng_(n) {}
+
+  void reset(int i, core::Pcg64& rng) {
+    rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
+    s_[i] = model_->sample_initial(rng);
+    prob_[i] = 1.0;
+    last_action_[i] = -1;
+    orientation_[i] = 0;
+    fickle_step_[i] = fickle_passenger_ && rng.next_double() < 0.3;
+  }
+
+  core::BasicStepResult<double> step(int i, const Action* a) noexcept {
+    core::Pcg64& rng = *rng_[i];
+    const Outcome& o = model_->sample(s_[i], *a, rng);
+    int64_t s = o.next;
+    if (fickle_passenger_ && fickle_step_[i]) {
+      // The passenger, in the taxi since the last step, changes destination once the taxi has moved.
+      const State was = decode(s_[i]), now = decode(s);
+      if (was.pass == 4 && (now.row != was.row || now.col != was.col)) {
+        fickle_step_[i] = false;
+        int64_t k = rng.integers(3);  // np_random.choice of the three other destinations
+        const int dest = static_cast<int>(k >= was.dest ? k + 1 : k);
+        s = encode(now.row, now.col, now.pass, dest);
+      }
+    }
+    s_[i] = s;
+    prob_[i] = o.prob;
+    last_action_[i] = static_cast<int8_t>(*a);
+    if (*a < 4) orientation_[i] = static_cast<int8_t>(*a);
+    return {o.reward, o.terminated};
+  }
+
+  void write_obs(int i, Obs* out) const { *out = s_[i]; }
+  void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
+
+  // For gymnasium's class to draw: its s, lastaction (-1: None) and taxi_orientation (which its render sets to a
+  // move's direction: the last move's, when every step is drawn).
+  void write_render_state(int i, int64_t* out) const {
+    out[0] = s_[i];
+    out[1] = last_action_[i];
+    out[2] = orientation_[i];
+  }
+
+  // prob, then the reference's action_mask(s): the moves that leave the cell, pickup where the passenger
+  // waits, dropoff at any stand with the passenger aboard.
+  void write_info(int i, std::byte* out) const noexcept {
+    std::memcpy(out, &prob_[i], sizeof(double));
+    const State t = decode(s_[i]);
+    int8_t mask[6] = {t.row < 4, t.row > 0, t.col < 4 && kMap[t.row + 1][2 * t.col + 2] == ':',
+                      t.col > 0 && kMap[t.row + 1][2 * t.col] == ':', 0, 0};
+    mask[4] = t.pass < 4 && at(t.row, t.col) == t.pass;
+    mask[5] = t.pass == 4 && at(t.row, t.col) >= 0;
+    std::memcpy(out + sizeof(double), mask, sizeof(mask));
+  }
+
+ private:
+  struct State {
+    int row, col, pass, dest;
+  };
+  static constexpr int kLocs[4][2] = {{0, 0}, {0, 4}, {4, 0}, {4, 3}};
+  static constexpr const char* kMap[7] = {"+---------+", "|R: | : :G|", "| : | : : |", "| : : : : |",
+                                          "| | : | : |", "|Y| : |B: |", "+---------+"};
+
+  static int64_t encode(int row, int col, int pass, int dest) { return ((row * 5 + col) * 5 + pass) * 4 + dest; }
+  static State decode(int64_t s) {
+    const int i = static_cast<int>(s);
+    return {i / 100, i / 20 % 5, i / 4 % 5, i % 4};
+  }
+  // The stand at (row, col), or -1.
+  static int at(int row, int col) {
+    for (int k = 0; k < 4; ++k)
+      if (kLocs[k][0] == row && kLocs[k][1] == col) return k;
+    return -1;
+  }
+
+  static std::shared_ptr<const TabularModel> build(bool rainy) {
+    auto model = std::make_shared<TabularModel>(500, 6);
+    std::vector<double> initial(500);
+    for (int row = 0; row < 5; ++row)
+      for (int col = 0; col < 5; ++col)
+        for (int pass = 0; pass < 5; ++pass)
+          for (int dest = 0; dest < 4; ++dest) {
+            const int64_t s = encode(row, col, pass, dest);
+            if (pass < 4 && pass != dest) initial[s] += 1;
+            for (int a = 0; a < 6; ++a) (rainy ? rainy_outcomes : dry_outcomes)(*model, row, col, pass, dest, a);
+          }
+    for (double& p : initial) p /= 300.0;
+    model->set_initial(initial);
+    return model;
+  }
+
+  // The reference's _pickup and _dropoff: (new passenger index, reward, terminated).
+  struct Exchange {
+    int pass;
+    double reward;
+    bool terminated;
+  };
+  static Exchange pickup(int row, int col, int pass) {
+    if (pass < 4 && at(row, col) == pass) return {4, -1, false};
+    return {pass, -10, false};
+  }
+  static Exchange dropoff(int row, int col, int pass, int dest) {
+    if (at(row, col) == dest && pass == 4) return {dest, 20, true};
+    if (at(row, col) >= 0 && pass == 4) return {at(row, col), -1, false};
+    return {pass, -10, false};
+  }
+
+  static void dry_outcomes(TabularModel& m, int row, int col, int pass, int dest, int a) {
+    int new_row = row, new_col = col;
+    Exchange x{pass, -1, false};
+    if (a == 0) new_row = std::min(row + 1, 4);
+    else if (a == 1) new_row = std::max(row - 1, 0);
+    if (a == 2 && kMap[1 + row][2 * col + 2] == ':') new_col = std::min(col + 1, 4);
+    else if (a == 3 && kMap[1 + row][2 * col] == ':') new_col = std::max(col - 1, 0);
+    else if (a == 4) x = pickup(row, col, pass);
+    else if (a == 5) x = dropoff(row, col, pass, dest);
+    m.add(encode(row, col, pass, dest), a, {1.0, encode(new_row, new_col, x.pass, dest), x.reward, x.terminated});
+  }
+
+  // The reference's _calc_new_position (its offset included, as it is).
+  static std::array<int, 2> moved(int row, int col, int dr, int dc, int offset) {
+    const int r = std::max(0, std::min(row + dr, 4)), c = std::max(0, std::min(col + dc, 4));
+    if (kMap[1 + r][2 * c + offset] == ':') return {r, c};
+    return {row, col};
+  }
+
+  static void rainy_outcomes(TabularModel& m, int row, int col, int pass, int dest, int a) {
+    static constexpr int kMoves[4][3][2] = {{{1, 0}, {0, -1}, {0, 1}},
+                                            {{-1, 0}, {0, -1}, {0, 1}},
+                                            {{0, 1}, {1, 0}, {-1, 0}},
+                                            {{0, -1}, {1, 0}, {-1, 0}}};
+    int new_row = row, new_col = col;
+    std::array<int, 2> left{row, col}, right{row, col};
+    Exchange x{pass, -1, false};
+    if (a == 0 || a == 1 || (a == 2 && kMap[1 + row][2 * col + 2] == ':') ||
+        (a == 3 && kMap[1 + row][2 * col] == ':')) {
+      new_row = std::max(0, std::min(row + kMoves[a][0][0], 4));
+      new_col = std::max(0, std::min(col + kMoves[a][0][1], 4));
+      left = moved(row, col, kMoves[a][1][0], kMoves[a][1][1], 2);
+      right = moved(row, col, kMoves[a][2][0], kMoves[a][2][1], 0);
+    } else if (a == 4) {
+      x = pickup(row, col, pass);
+    } else if (a == 5) {
+      x = dropoff(row, col, pass, dest);
+    }
+    const int64_t s = encode(row, col, pass, dest), intended = encode(new_row, new_col, x.pass, dest);
+    if (a <= 3) {
+      m.add(s, a, {0.8, intended, -1, x.terminated});
+      m.add(s, a, {0.1, encode(left[0], left[1], x.pass, dest), -1, x.terminated});
+      m.add(s, a, {0.1, encode(right[0], right[1], x.pass, dest), -1, x.terminated});
+    } else {
+      m.add(s, a, {1.0, intended, x.reward, x.terminated});
+    }
+  }
+
+  std::shared_ptr<const TabularModel> model_;
+  bool fickle_passenger_;
+  std::vector<Obs> s_;
+  std::vector<double> prob_;
+  std::vector<uint8_t> fickle_step_;
+  std::vector<int8_t> last_action_, orientation_;
+  std::vector<core::Pcg64*> rng_;
+};
+
+}  // namespace fastvec::envs
