@@ -50,7 +50,12 @@ def _blocks() -> list[tuple[str, str, str | None]]:
 
 
 BLOCKS = _blocks()
-RUNNABLE = [(name, code) for name, code, reason in BLOCKS if reason is None]
+# Ray's examples run in the worker that runs the other Ray tests, one Ray session at a time (pyproject's addopts).
+RUNNABLE = [
+    pytest.param(name, code, id=name, marks=[pytest.mark.xdist_group("ray")] if "ray" in code else [])
+    for name, code, reason in BLOCKS
+    if reason is None
+]
 
 
 def test_blocks_found_and_fragments_few() -> None:
@@ -59,13 +64,13 @@ def test_blocks_found_and_fragments_few() -> None:
     assert len(fragments) <= MAX_FRAGMENTS, fragments
 
 
-@pytest.mark.parametrize(("name", "code"), RUNNABLE, ids=[name for name, _ in RUNNABLE])
+@pytest.mark.parametrize(("name", "code"), RUNNABLE)
 def test_block_runs(name: str, code: str, tmp_path: pathlib.Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(code)
     env = dict(os.environ, PYTHONPATH=str(ROOT), FASTVEC_DOCS_BUDGET="small", MPLBACKEND="Agg")
     proc = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200
     )
     assert proc.returncode == 0, (
         f"{name} failed:\n{code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-5000:]}"
