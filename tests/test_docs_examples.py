@@ -14,9 +14,12 @@ import textwrap
 
 import pytest
 
+import fastvec
+
 pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+FASTVEC_HOME = pathlib.Path(fastvec.__file__).resolve().parent.parent
 NOT_RUNNABLE = re.compile(r"<!--\s*not-runnable:\s*(\S.*?)\s*-->")
 MAX_FRAGMENTS = 8  # fragments teach less than scripts: keep them few
 
@@ -68,7 +71,8 @@ def test_blocks_found_and_fragments_few() -> None:
 def test_block_runs(name: str, code: str, tmp_path: pathlib.Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(code)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), FASTVEC_DOCS_BUDGET="small", MPLBACKEND="Agg")
+    # The fastvec this test imported (the installed one in CI; the checkout, with its built module, in development).
+    env = dict(os.environ, PYTHONPATH=str(FASTVEC_HOME), FASTVEC_DOCS_BUDGET="small", MPLBACKEND="Agg")
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200
     )

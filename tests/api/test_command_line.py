@@ -6,14 +6,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import fastvec
 from fastvec import _core
 from fastvec.bench import contenders, report
 
+OUTSIDE_TREE = tempfile.gettempdir()
+
 
 def fastvec_cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fastvec", *args], capture_output=True, text=True, timeout=120, **kw)
+    # Outside the checkout, whose fastvec/ (without its compiled module) would shadow the installed one.
+    return subprocess.run(
+        [sys.executable, "-m", "fastvec", *args], capture_output=True, text=True, timeout=120, cwd=OUTSIDE_TREE, **kw
+    )
 
 
 def test_help_names_the_commands_and_how_to_get_their_options():
@@ -65,7 +71,12 @@ def test_a_reader_that_stops_reading_ends_the_list_quietly():
     os.close(r)
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "fastvec", "list"], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120
+            [sys.executable, "-m", "fastvec", "list"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=OUTSIDE_TREE,
         )
     finally:
         os.close(w)

@@ -112,7 +112,7 @@ ATARI_OPTIONS = {
     "full_action_space": st.booleans(),
 }
 # (id, backend): Python envs of every space kind the fuzzer covers (Box/Discrete, Box actions, Tuple observations).
-PYTHON_ENVS = (("CartPole-v1", "python"), ("Pendulum-v1", "python"), ("Blackjack-v1", "auto"))
+PYTHON_ENVS = (("CartPole-v1", "python"), ("Pendulum-v1", "python"), ("Blackjack-v1", "python"))
 
 
 # -- hang detection ----------------------------------------------------------------------------

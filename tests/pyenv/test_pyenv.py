@@ -179,8 +179,9 @@ def test_dict_and_tuple_spaces_and_infos_match_sync_vector_env(mode):
 
 
 @pytest.mark.timeout(60)
-def test_gymnasium_ids_without_a_native_port_run_in_the_python_pool():
-    env = fastvec.make("Blackjack-v1", 4, seed=0, start_method="fork", episode_stats=True)  # Tuple observations
+def test_gymnasium_ids_run_in_the_python_pool_with_backend_python():
+    # (Blackjack-v1 is native too now: backend="python" picks gymnasium's env in the Python-env pool)
+    env = fastvec.make("Blackjack-v1", 4, seed=0, backend="python", start_method="fork", episode_stats=True)
     assert isinstance(env, PyVectorEnv)
     obs, info = env.reset()
     assert isinstance(obs, tuple) and obs[0].shape == (4,) and obs[0].dtype == np.int64

@@ -174,9 +174,9 @@ BAD_OPTIONS = [
     ("CartPole-v1", {"num_envs": 0}),
     ("CartPole-v1", {"num_envs": 4, "seed": 2**64 - 2}),  # seed + i must stay below 2**64
     ("CartPole-v1", {"num_envs": 6, "block_size": 4}),  # must divide num_envs
-    ("FrozenLake-v1", {"num_envs": 4, "num_threads": 1.5}),  # the Python-env pool's checks
-    ("FrozenLake-v1", {"num_envs": 2**17, "num_threads": 1}),
-    ("FrozenLake-v1", {"num_envs": 2, "num_threads": 3}),
+    ("FrozenLake-v1", {"num_envs": 4, "num_threads": 1.5, "backend": "python"}),  # the Python-env pool's checks
+    ("FrozenLake-v1", {"num_envs": 2**17, "num_threads": 1, "backend": "python"}),
+    ("FrozenLake-v1", {"num_envs": 2, "num_threads": 3, "backend": "python"}),
 ]
 
 
@@ -356,14 +356,14 @@ def test_other_algorithms_run_on_fastvecs_runner(local_ray, algo):
 
 
 def test_rllib_env_takes_what_fastvec_make_takes():
-    """A gymnasium id without a native port and a callable run in the Python-env pool; Atari frames
+    """A gymnasium id with backend="python" and a callable run in the Python-env pool; Atari frames
     come channel-last and normalized for RLlib's CNNs (or as uint8 with normalize_images=False)."""
     import gymnasium as gym
 
     from fastvec.vector import PyVectorEnv
 
-    for env_id in ("FrozenLake-v1", lambda: gym.make("FrozenLake-v1")):
-        name = fastvec.rllib_env(env_id, num_threads=1)
+    for env_id, kwargs in (("FrozenLake-v1", {"backend": "python"}), (lambda: gym.make("FrozenLake-v1"), {})):
+        name = fastvec.rllib_env(env_id, num_threads=1, **kwargs)
         assert ":" not in name
         env = creator(name)({"num_envs": 2})
         try:

@@ -68,6 +68,11 @@ def _check_obs(space: gym.Space, obs: Any) -> None:
         for key, sub in space.items():
             _check_obs(sub, obs[key])
         return
+    if isinstance(space, gym.spaces.Tuple):  # (Blackjack's) a tuple of batches, as SB3's VecEnvs give it
+        assert isinstance(obs, tuple) and len(obs) == len(space.spaces)
+        for sub, part in zip(space.spaces, obs, strict=True):
+            _check_obs(sub, part)
+        return
     assert obs.shape == (N_ENVS, *space.shape) and obs.dtype == space.dtype
     assert all(space.contains(o) for o in obs)
 
