@@ -38,7 +38,9 @@ if(NOT _box2d_hash STREQUAL FASTVEC_BOX2D_SHA256)
 endif()
 
 set(_box2d_src "${_box2d_root}/${_box2d_name}")
-if(NOT EXISTS "${_box2d_root}/extracted-${FASTVEC_BOX2D_SHA256}")
+# (the stamp names the edits below: a build tree extracted before an edit was added extracts again)
+set(_box2d_stamp "${_box2d_root}/extracted-${FASTVEC_BOX2D_SHA256}-thread-local-counters")
+if(NOT EXISTS "${_box2d_stamp}")
   file(REMOVE_RECURSE "${_box2d_src}")
   file(ARCHIVE_EXTRACT INPUT "${_box2d_sdist}" DESTINATION "${_box2d_root}"
        PATTERNS "${_box2d_name}/Box2D/*")
@@ -53,7 +55,26 @@ if(NOT EXISTS "${_box2d_root}/extracted-${FASTVEC_BOX2D_SHA256}")
     message(FATAL_ERROR "fastvec: ${_settings} is not the b2Settings.h cmake/box2d.cmake knows")
   endif()
   file(WRITE "${_settings}" "${_text}")
-  file(TOUCH "${_box2d_root}/extracted-${FASTVEC_BOX2D_SHA256}")
+  # Box2D counts its time-of-impact and GJK calls in globals (statistics for its testbed, never read by the
+  # physics), incremented by every world: worlds stepped on several pool threads at once race on them
+  # (ThreadSanitizer reported it). Each thread counts its own.
+  foreach(_file_and_line
+      "Collision/b2TimeOfImpact.cpp|float32 b2_toiTime, b2_toiMaxTime;"
+      "Collision/b2TimeOfImpact.cpp|int32 b2_toiCalls, b2_toiIters, b2_toiMaxIters;"
+      "Collision/b2TimeOfImpact.cpp|int32 b2_toiRootIters, b2_toiMaxRootIters;"
+      "Collision/b2Distance.cpp|int32 b2_gjkCalls, b2_gjkIters, b2_gjkMaxIters;")
+    string(REPLACE "|" ";" _pair "${_file_and_line}")
+    list(GET _pair 0 _file)
+    list(GET _pair 1 _line)
+    file(READ "${_box2d_src}/Box2D/${_file}" _text)
+    string(FIND "${_text}" "\n${_line}" _at)
+    if(_at EQUAL -1)
+      message(FATAL_ERROR "fastvec: ${_file} has no '${_line}' (not the Box2D cmake/box2d.cmake knows)")
+    endif()
+    string(REPLACE "\n${_line}" "\nthread_local ${_line}" _text "${_text}")
+    file(WRITE "${_box2d_src}/Box2D/${_file}" "${_text}")
+  endforeach()
+  file(TOUCH "${_box2d_stamp}")
 endif()
 
 set(_b2 "${_box2d_src}/Box2D")
