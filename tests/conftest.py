@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(items):
     """A test parametrized with an Atari id needs the Atari backend, and emulating Atari is slow (too slow under a
     sanitizer): such items get the ``atari``, ``heavy`` and ``slow`` markers, whatever file they are in. One
     parametrized with a MuJoCo or dm_control id needs the MuJoCo backend: the ``mujoco`` marker; one with a Box2D
-    id the Box2D backend: the ``box2d`` marker."""
+    id the Box2D backend: the ``box2d`` marker; one with a toy-text id the ``toy_text`` marker."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         values = [v for v in params.values() if isinstance(v, str)]
@@ -78,6 +78,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.atari)
             item.add_marker(pytest.mark.heavy)
             item.add_marker(pytest.mark.slow)
+        if any(v in TOY_TEXT_IDS for v in values):
+            item.add_marker(pytest.mark.toy_text)
 
 
 @pytest.hookimpl(hookwrapper=True)

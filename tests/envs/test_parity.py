@@ -587,6 +587,7 @@ def _assert_info_equal(info: dict, ref_info: dict, msg: str) -> None:
         np.testing.assert_array_equal(np.asarray(info[key]).astype(expected.dtype), expected, err_msg=f"{msg}: {key}")
 
 
+@pytest.mark.toy_text
 @pytest.mark.parametrize("case", TOY_TEXT_CASES, ids=_case_id)
 def test_toy_text_trajectory_bitwise_equal_to_gymnasium(case):
     """fastvec next to gymnasium's SyncVectorEnv (TimeLimit where gymnasium.make has one, next-step autoreset)

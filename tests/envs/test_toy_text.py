@@ -11,7 +11,7 @@ import pytest
 
 import fastvec
 
-pytestmark = pytest.mark.versions  # gymnasium's toy text (its options since 1.1 and 1.2)
+pytestmark = [pytest.mark.versions, pytest.mark.toy_text]  # gymnasium's toy text (its options since 1.1 and 1.2)
 
 TOY_TEXT = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family == "toy_text"]
 
