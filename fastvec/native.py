@@ -138,9 +138,12 @@ def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
         return None
     modes = render_modes(entry)
     if render_mode not in modes:
+        why = ""
+        if entry.family == "toy_text" and not modes:  # Taxi-v3 under gymnasium 1.3 and later, Taxi-v4 before
+            why = f"; gymnasium draws its toy text, and gymnasium {gym.__version__} has no {entry.id}"
         raise ValueError(
             f"render_mode must be None or one of {modes} for fastvec's native {entry.id} (frames as numpy arrays; "
-            f"no window), got {render_mode!r}"
+            f"no window){why}, got {render_mode!r}"
         )
     return render_mode
 

@@ -29,6 +29,10 @@ DM_CONTROL_IDS = fastvec.registry.family_ids("dm_control")
 # gymnasium's Box2D envs, native when built with the Box2D backend (float64 rewards, as gymnasium's).
 BOX2D_IDS = fastvec.registry.family_ids("box2d")
 TOY_TEXT_IDS = fastvec.registry.family_ids("toy_text")
+# Toy text follows gymnasium's releases: fastvec has Taxi-v3 as gymnasium 1.2 has it and Taxi-v4 as 1.3 and later
+# have it; a test that compares with gymnasium takes the toy-text ids the installed gymnasium registers.
+GYMNASIUM_TOY_TEXT_IDS = [e for e in TOY_TEXT_IDS if e in gym.registry]
+TAXI_ID = "Taxi-v4" if "Taxi-v4" in gym.registry else "Taxi-v3"
 FLOAT64_REWARD_IDS = MUJOCO_IDS + DM_CONTROL_IDS + BOX2D_IDS + TOY_TEXT_IDS
 # Envs that start in one state whatever the seed (FrozenLake's and CliffWalking's start tile): seeds show later.
 FIXED_START_IDS = ("FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "CliffWalkingSlippery-v1")

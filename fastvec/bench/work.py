@@ -18,7 +18,7 @@ from fastvec.dm_control_tasks import suite_task
 from fastvec.registry import family_ids
 
 CLASSIC_ENVS = ("CartPole-v1",)
-# gymnasium's toy-text envs (FrozenLake-v1, Taxi-v3, ...), as gymnasium.make makes them: fastvec runs them natively,
+# gymnasium's toy-text envs (FrozenLake-v1, Taxi-v4, ...), as gymnasium.make makes them: fastvec runs them natively,
 # EnvPool 1.2.5 too (CliffWalking-v1 under its older id, ENVPOOL_IDS), every Python row as gymnasium's classes.
 TOY_TEXT_ENVS = family_ids("toy_text")
 ENVPOOL_IDS = {"CliffWalking-v1": "CliffWalking-v0"}

@@ -13,7 +13,9 @@ const EnvFamily toy_text([] {
       {.id = "FrozenLake-v1", .max_episode_steps = 100, .reward_threshold = 0.70, .family = "toy_text"});
   add_env<envs::FrozenLake8x8>(
       {.id = "FrozenLake8x8-v1", .max_episode_steps = 200, .reward_threshold = 0.85, .family = "toy_text"});
-  add_env<envs::Taxi>({.id = "Taxi-v3", .max_episode_steps = 200, .reward_threshold = 8.0, .family = "toy_text"});
+  // Taxi-v3 as gymnasium 1.2 has it (later releases deprecate it), Taxi-v4 as gymnasium 1.3 and later have it.
+  add_env<envs::Taxi<3>>({.id = "Taxi-v3", .max_episode_steps = 200, .reward_threshold = 8.0, .family = "toy_text"});
+  add_env<envs::Taxi<4>>({.id = "Taxi-v4", .max_episode_steps = 200, .reward_threshold = 8.0, .family = "toy_text"});
   add_env<envs::CliffWalking>({.id = "CliffWalking-v1", .family = "toy_text"});
   add_env<envs::CliffWalkingSlippery>({.id = "CliffWalkingSlippery-v1", .family = "toy_text"});
   add_env<envs::Blackjack>({.id = "Blackjack-v1", .family = "toy_text"});

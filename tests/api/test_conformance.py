@@ -14,7 +14,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import shimmy
-from conftest import FIXED_START_IDS, FLOAT64_REWARD_IDS, env_ids_under_test, is_dict_obs
+from conftest import (
+    FIXED_START_IDS,
+    FLOAT64_REWARD_IDS,
+    GYMNASIUM_TOY_TEXT_IDS,
+    TOY_TEXT_IDS,
+    env_ids_under_test,
+    is_dict_obs,
+)
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, iterate
@@ -27,7 +34,8 @@ pytestmark = pytest.mark.versions  # numpy's and gymnasium's behaviour (CI's var
 gym.register_envs(ale_py)
 gym.register_envs(shimmy)  # dm_control/<domain>-<task>-v0
 ATARI_IDS = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).rom]
-ENV_IDS = env_ids_under_test()
+# The envs of gymnasium's ids, with its reference: toy text's of the installed gymnasium only.
+ENV_IDS = [e for e in env_ids_under_test() if e not in TOY_TEXT_IDS or e in GYMNASIUM_TOY_TEXT_IDS]
 DICT_OBS_IDS = [e for e in ENV_IDS if is_dict_obs(e)]
 # Envs whose episodes may end within a few steps (every Blackjack hand, FrozenLake's holes, Taxi's drop-off): no
 # fixed-length episodes under a short time limit.

@@ -16,6 +16,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import GYMNASIUM_TOY_TEXT_IDS, TAXI_ID
 
 import fastvec
 
@@ -544,33 +545,44 @@ def test_trajectory_close_to_unmodified_gymnasium(case):
 # ---------------------------------------------------------------------------------------------
 # toy text: whole trajectories, every draw of gymnasium's np_random included
 
-TOY_TEXT = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family == "toy_text"]
-# Every toy-text id with its defaults, and each option gymnasium's class takes.
-TOY_TEXT_CASES = [(e, {}) for e in TOY_TEXT] + [
-    ("FrozenLake-v1", {"is_slippery": False}),
-    ("FrozenLake-v1", {"map_name": "8x8"}),
-    ("FrozenLake-v1", {"success_rate": 0.75}),
-    ("FrozenLake-v1", {"success_rate": 0.1}),  # cumulative sums that stop short of 1: the draw past them is 0
-    ("FrozenLake-v1", {"desc": ["SFFHF", "FHSFF", "FFFHG"], "is_slippery": True}),  # two starts
-    ("FrozenLake-v1", {"reward_schedule": (2, -1, -0.01)}),
-    ("Taxi-v3", {"is_rainy": True}),
-    ("Taxi-v3", {"fickle_passenger": True}),
-    ("Taxi-v3", {"is_rainy": True, "fickle_passenger": True}),
-    ("CliffWalking-v1", {"is_slippery": True}),
-    ("Blackjack-v1", {"sab": False}),
-    ("Blackjack-v1", {"sab": False, "natural": True}),
-]
+# Every toy-text id of the installed gymnasium with its defaults, and each option gymnasium's class takes (Taxi-v4's
+# probabilities where gymnasium has Taxi-v4, from 1.3).
+TOY_TEXT_CASES = (
+    [(e, {}) for e in GYMNASIUM_TOY_TEXT_IDS]
+    + [
+        ("FrozenLake-v1", {"is_slippery": False}),
+        ("FrozenLake-v1", {"map_name": "8x8"}),
+        ("FrozenLake-v1", {"success_rate": 0.75}),
+        ("FrozenLake-v1", {"success_rate": 0.1}),  # cumulative sums that stop short of 1: the draw past them is 0
+        ("FrozenLake-v1", {"desc": ["SFFHF", "FHSFF", "FFFHG"], "is_slippery": True}),  # two starts
+        ("FrozenLake-v1", {"reward_schedule": (2, -1, -0.01)}),
+        (TAXI_ID, {"is_rainy": True}),
+        (TAXI_ID, {"fickle_passenger": True}),
+        (TAXI_ID, {"is_rainy": True, "fickle_passenger": True}),
+        ("CliffWalking-v1", {"is_slippery": True}),
+        ("Blackjack-v1", {"sab": False}),
+        ("Blackjack-v1", {"sab": False, "natural": True}),
+    ]
+    + (
+        [
+            ("Taxi-v4", {"is_rainy": True, "rainy_probability": 0.6}),  # lateral (1 - 0.6) / 2: 0.19999999999999998
+            ("Taxi-v4", {"fickle_passenger": True, "fickle_probability": 0.9}),
+        ]
+        if TAXI_ID == "Taxi-v4"
+        else []
+    )
+)
 
 
 def _toy_text_policy(env_id: str):
     """Seeded random actions; Taxi's mostly among those its action mask allows (gymnasium's own mask of the
     state), so that passengers are picked up, carried (the fickle passenger's moves) and dropped off."""
     rng = np.random.default_rng(5)
-    taxi = gym.make("Taxi-v3").unwrapped
+    taxi = gym.make(TAXI_ID).unwrapped
 
     def policy(_, obs):
         n = len(obs[0]) if isinstance(obs, tuple) else len(obs)
-        if env_id != "Taxi-v3":
+        if not env_id.startswith("Taxi"):
             return rng.integers(0, 2 if env_id == "Blackjack-v1" else 4, n)
         masked = [rng.choice(np.flatnonzero(taxi.action_mask(int(s)))) for s in obs]
         return np.where(rng.random(n) < 0.8, masked, rng.integers(0, 6, n))
@@ -593,7 +605,7 @@ def test_toy_text_trajectory_bitwise_equal_to_gymnasium(case):
     """fastvec next to gymnasium's SyncVectorEnv (TimeLimit where gymnasium.make has one, next-step autoreset)
     over many episodes from 32 seeds: observations (dtype included), rewards, flags and info equal at every step,
     as they are only if every draw (categorical_sample's random(), Blackjack's and the fickle passenger's
-    choice(), Taxi's fickle 0.3 draw) is taken from the same generator state in the same order."""
+    choice(), Taxi's fickle draw) is taken from the same generator state in the same order."""
     env_id, kwargs = case
     n, steps = 32, 400
     ends = [0, 0]

@@ -8,15 +8,15 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import GYMNASIUM_TOY_TEXT_IDS, TAXI_ID, TOY_TEXT_IDS
 
 import fastvec
 
 pytestmark = [pytest.mark.versions, pytest.mark.toy_text]  # gymnasium's toy text (its options since 1.1 and 1.2)
 
-TOY_TEXT = [e for e in fastvec.list_envs() if fastvec.registry.lookup(e).family == "toy_text"]
-
 
 def test_every_toy_text_id_of_gymnasium_is_native():
+    """The installed gymnasium's toy-text ids, and Taxi-v3 (gymnasium 1.2's) and Taxi-v4 (1.3's) whichever is."""
     toy_text = {
         name
         for name, spec in gym.registry.items()
@@ -24,10 +24,41 @@ def test_every_toy_text_id_of_gymnasium_is_native():
         and spec.entry_point.startswith("gymnasium.envs.toy_text")
         and spec.namespace is None
     }
-    assert sorted(toy_text) == TOY_TEXT
+    assert sorted(toy_text) == GYMNASIUM_TOY_TEXT_IDS
+    assert {"Taxi-v3", "Taxi-v4"} <= set(TOY_TEXT_IDS) and set(TOY_TEXT_IDS) - toy_text <= {"Taxi-v3", "Taxi-v4"}
 
 
-@pytest.mark.parametrize("env_id", TOY_TEXT)
+def test_taxi_v4_does_not_drift_where_the_move_is_blocked():
+    """gymnasium 1.3's fix of the rain: a taxi driven north into the top edge drifts east or west in Taxi-v3 (the
+    blocked move's lateral outcomes), and stays where it is in Taxi-v4, whose rainy_probability sets the odds."""
+    drifts = {}
+    for env_id in ("Taxi-v3", "Taxi-v4"):
+        env = fastvec.make(env_id, 16, is_rainy=True, seed=0)
+        obs, _ = env.reset()
+        north = np.ones(16, np.int64)
+        drifts[env_id] = 0
+        for _ in range(60):
+            was = obs
+            obs = env.step(north)[0]
+            drifts[env_id] += int(((was // 100 == 0) & (obs % 100 // 20 != was % 100 // 20)).sum())  # row 0, new col
+    assert drifts["Taxi-v3"] > 0 and drifts["Taxi-v4"] == 0, drifts
+    env = fastvec.make("Taxi-v4", 16, is_rainy=True, rainy_probability=0.5, seed=0)
+    env.reset()
+    probs = {float(p) for _ in range(20) for p in env.step(np.zeros(16, np.int64))[4]["prob"]}
+    assert probs == {0.5, 0.25}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'rainy_probability'"):
+        fastvec.make("Taxi-v3", 1, rainy_probability=0.5)
+
+
+def test_frames_of_a_taxi_the_installed_gymnasium_lacks_are_refused_by_name():
+    """gymnasium draws toy text: Taxi-v4's frames need gymnasium 1.3, Taxi-v3's one before it."""
+    other = "Taxi-v3" if TAXI_ID == "Taxi-v4" else "Taxi-v4"
+    with pytest.raises(ValueError, match=f"render_mode must be None.*gymnasium {gym.__version__} has no {other}"):
+        fastvec.make(other, 2, render_mode="rgb_array")
+    fastvec.make(other, 2).close()  # without frames it runs
+
+
+@pytest.mark.parametrize("env_id", GYMNASIUM_TOY_TEXT_IDS)
 def test_defaults_are_gymnasium_makes(env_id):
     """Episode limit, reward threshold and options (the keywords gymnasium's class takes, with the defaults
     gymnasium.make gives them: Blackjack-v1's sab=True, FrozenLake8x8-v1's map_name)."""
@@ -66,6 +97,7 @@ def test_defaults_are_gymnasium_makes(env_id):
         ("FrozenLake-v1", {"reward_schedule": "1,0"}, ValueError, "reward_schedule must be 3 numbers"),
         ("Taxi-v3", {"is_rainy": "yes"}, TypeError, "option 'is_rainy' must be a number or bool"),
         ("Taxi-v3", {"fickle": True}, TypeError, "unexpected keyword argument 'fickle'"),
+        ("Taxi-v4", {"rainy_probability": 1.5}, ValueError, "rainy_probability must be in"),
         ("CliffWalking-v1", {"is_slippery": 0.5}, ValueError, "is_slippery must be a bool"),
         ("Blackjack-v1", {"natural": 3}, ValueError, "natural must be a bool"),
     ],
@@ -111,8 +143,8 @@ def test_blackjack_observations_are_a_tuple_of_arrays():
 
 @pytest.mark.parametrize(
     ("env_id", "kwargs"),
-    [(e, {}) for e in TOY_TEXT]
-    + [("FrozenLake-v1", {"desc": ["SFFHF", "FHFFF", "FFFHG"]}), ("Taxi-v3", {"is_rainy": True})],
+    [(e, {}) for e in GYMNASIUM_TOY_TEXT_IDS]
+    + [("FrozenLake-v1", {"desc": ["SFFHF", "FHFFF", "FFFHG"]}), (TAXI_ID, {"is_rainy": True})],
 )
 def test_frames_are_gymnasiums(env_id, kwargs):
     """Env by env, every step (autoresets included: gymnasium's env reset, unseeded, where fastvec's autoresets),
@@ -148,7 +180,7 @@ def test_frames_are_gymnasiums(env_id, kwargs):
     env.close()
 
 
-@pytest.mark.parametrize("env_id", TOY_TEXT)
+@pytest.mark.parametrize("env_id", GYMNASIUM_TOY_TEXT_IDS)
 def test_gymnasium_single_env_steps_as_gymnasiums(env_id):
     """``gymnasium.make("fastvec/<id>")``: one env, its observations in its space (Blackjack's a tuple) and equal to
     gymnasium's env seeded the same, episode after episode (reset unseeded: the generator carries on)."""

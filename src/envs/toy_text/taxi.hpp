@@ -1,6 +1,8 @@
 #pragma once
-// Taxi-v3, a port of gymnasium/envs/toy_text/taxi.py (Dietterich 2000): the same transition table (dry, or
-// is_rainy's 0.8/0.1/0.1 moves), the fickle passenger's draws, and info's prob and action_mask.
+// Taxi-v3 and Taxi-v4, ports of gymnasium/envs/toy_text/taxi.py (Dietterich 2000): the same transition table (dry,
+// or is_rainy's intended/lateral moves), the fickle passenger's draws, and info's prob and action_mask. Taxi<3> is
+// gymnasium 1.2's Taxi-v3; Taxi<4> gymnasium 1.3's Taxi-v4, which fixes is_rainy's lateral moves (their directions,
+// walls, and none where the intended move is blocked) and adds rainy_probability and fickle_probability.
 
 #include <array>
 #include <cstring>
@@ -14,7 +16,10 @@
 
 namespace fastvec::envs {
 
+template <int kVersion>
 class Taxi {
+  static_assert(kVersion == 3 || kVersion == 4);
+
  public:
   using Obs = int64_t;
   using Action = int32_t;
@@ -22,8 +27,13 @@ class Taxi {
 
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
-    return {{.name = "is_rainy", .kind = K::kBool, .fallback = 0},
-            {.name = "fickle_passenger", .kind = K::kBool, .fallback = 0}};
+    core::OptionTable t = {{.name = "is_rainy", .kind = K::kBool, .fallback = 0},
+                           {.name = "fickle_passenger", .kind = K::kBool, .fallback = 0}};
+    if constexpr (kVersion == 4) {
+      t.push_back({.name = "rainy_probability", .kind = K::kReal, .fallback = 0.8, .low = 0.0, .high = 1.0});
+      t.push_back({.name = "fickle_probability", .kind = K::kReal, .fallback = 0.3, .low = 0.0, .high = 1.0});
+    }
+    return t;
   }
 
   static core::Spec spec(const core::Options&) {
@@ -41,8 +51,10 @@ class Taxi {
   }
 
   Taxi(int n, const core::Options& o)
-      : model_(build(o.flag("is_rainy"))), fickle_passenger_(o.flag("fickle_passenger")), s_(n), prob_(n),
-        fickle_step_(n), last_action_(n), orientation_(n), rng_(n) {}
+      : model_(build(o.flag("is_rainy"), kVersion == 4 ? o.get("rainy_probability") : 0.8)),
+        fickle_passenger_(o.flag("fickle_passenger")),
+        fickle_probability_(kVersion == 4 ? o.get("fickle_probability") : 0.3), s_(n), prob_(n), fickle_step_(n),
+        last_action_(n), orientation_(n), rng_(n) {}
 
   void reset(int i, core::Pcg64& rng) {
     rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
@@ -50,7 +62,7 @@ class Taxi {
     prob_[i] = 1.0;
     last_action_[i] = -1;
     orientation_[i] = 0;
-    fickle_step_[i] = fickle_passenger_ && rng.next_double() < 0.3;
+    fickle_step_[i] = fickle_passenger_ && rng.next_double() < fickle_probability_;
   }
 
   core::BasicStepResult<double> step(int i, const Action* a) noexcept {
@@ -117,7 +129,7 @@ class Taxi {
     return -1;
   }
 
-  static std::shared_ptr<const TabularModel> build(bool rainy) {
+  static std::shared_ptr<const TabularModel> build(bool rainy, double rainy_probability) {
     auto model = std::make_shared<TabularModel>(500, 6);
     std::vector<double> initial(500);
     for (int row = 0; row < 5; ++row)
@@ -126,7 +138,11 @@ class Taxi {
           for (int dest = 0; dest < 4; ++dest) {
             const int64_t s = encode(row, col, pass, dest);
             if (pass < 4 && pass != dest) initial[s] += 1;
-            for (int a = 0; a < 6; ++a) (rainy ? rainy_outcomes : dry_outcomes)(*model, row, col, pass, dest, a);
+            for (int a = 0; a < 6; ++a) {
+              if (!rainy) dry_outcomes(*model, row, col, pass, dest, a);
+              else if constexpr (kVersion == 3) rainy_outcomes_v3(*model, row, col, pass, dest, a);
+              else rainy_outcomes_v4(*model, row, col, pass, dest, a, rainy_probability);
+            }
           }
     for (double& p : initial) p /= 300.0;
     model->set_initial(initial);
@@ -161,14 +177,14 @@ class Taxi {
     m.add(encode(row, col, pass, dest), a, {1.0, encode(new_row, new_col, x.pass, dest), x.reward, x.terminated});
   }
 
-  // The reference's _calc_new_position (its offset included, as it is).
-  static std::array<int, 2> moved(int row, int col, int dr, int dc, int offset) {
+  // Taxi-v3's _calc_new_position (its offset included, as it is).
+  static std::array<int, 2> moved_v3(int row, int col, int dr, int dc, int offset) {
     const int r = std::max(0, std::min(row + dr, 4)), c = std::max(0, std::min(col + dc, 4));
     if (kMap[1 + r][2 * c + offset] == ':') return {r, c};
     return {row, col};
   }
 
-  static void rainy_outcomes(TabularModel& m, int row, int col, int pass, int dest, int a) {
+  static void rainy_outcomes_v3(TabularModel& m, int row, int col, int pass, int dest, int a) {
     static constexpr int kMoves[4][3][2] = {{{1, 0}, {0, -1}, {0, 1}},
                                             {{-1, 0}, {0, -1}, {0, 1}},
                                             {{0, 1}, {1, 0}, {-1, 0}},
@@ -180,8 +196,8 @@ class Taxi {
         (a == 3 && kMap[1 + row][2 * col] == ':')) {
       new_row = std::max(0, std::min(row + kMoves[a][0][0], 4));
       new_col = std::max(0, std::min(col + kMoves[a][0][1], 4));
-      left = moved(row, col, kMoves[a][1][0], kMoves[a][1][1], 2);
-      right = moved(row, col, kMoves[a][2][0], kMoves[a][2][1], 0);
+      left = moved_v3(row, col, kMoves[a][1][0], kMoves[a][1][1], 2);
+      right = moved_v3(row, col, kMoves[a][2][0], kMoves[a][2][1], 0);
     } else if (a == 4) {
       x = pickup(row, col, pass);
     } else if (a == 5) {
@@ -197,8 +213,50 @@ class Taxi {
     }
   }
 
+  // Taxi-v4's _calc_new_position: east and west moves stop at the wall characters of the map, north and south
+  // only at its edge.
+  static std::array<int, 2> moved_v4(int row, int col, int dr, int dc) {
+    const int r = std::max(0, std::min(row + dr, 4)), c = std::max(0, std::min(col + dc, 4));
+    if (dc == 1 && kMap[1 + r][2 * c] != ':') return {row, col};
+    if (dc == -1 && kMap[1 + r][2 * c + 2] != ':') return {row, col};
+    return {r, c};
+  }
+
+  // Taxi-v4's _build_rainy_transitions: (forward, left, right) of each heading; no drift where the intended move
+  // is blocked (a wall, the edge), then all three outcomes stay put.
+  static void rainy_outcomes_v4(TabularModel& m, int row, int col, int pass, int dest, int a, double p) {
+    static constexpr int kMoves[4][3][2] = {{{1, 0}, {0, 1}, {0, -1}},
+                                            {{-1, 0}, {0, -1}, {0, 1}},
+                                            {{0, 1}, {-1, 0}, {1, 0}},
+                                            {{0, -1}, {1, 0}, {-1, 0}}};
+    int new_row = row, new_col = col;
+    std::array<int, 2> left{row, col}, right{row, col};
+    Exchange x{pass, -1, false};
+    if ((a == 0 && row < 4) || (a == 1 && row > 0) || (a == 2 && kMap[1 + row][2 * col + 2] == ':') ||
+        (a == 3 && kMap[1 + row][2 * col] == ':')) {
+      new_row = std::max(0, std::min(row + kMoves[a][0][0], 4));
+      new_col = std::max(0, std::min(col + kMoves[a][0][1], 4));
+      left = moved_v4(row, col, kMoves[a][1][0], kMoves[a][1][1]);
+      right = moved_v4(row, col, kMoves[a][2][0], kMoves[a][2][1]);
+    } else if (a == 4) {
+      x = pickup(row, col, pass);
+    } else if (a == 5) {
+      x = dropoff(row, col, pass, dest);
+    }
+    const int64_t s = encode(row, col, pass, dest), intended = encode(new_row, new_col, x.pass, dest);
+    if (a <= 3) {
+      const double lateral = (1.0 - p) / 2.0;  // the reference's _rainy_lateral_probability, rounding and all
+      m.add(s, a, {p, intended, -1, x.terminated});
+      m.add(s, a, {lateral, encode(left[0], left[1], x.pass, dest), -1, x.terminated});
+      m.add(s, a, {lateral, encode(right[0], right[1], x.pass, dest), -1, x.terminated});
+    } else {
+      m.add(s, a, {1.0, intended, x.reward, x.terminated});
+    }
+  }
+
   std::shared_ptr<const TabularModel> model_;
   bool fickle_passenger_;
+  double fickle_probability_;
   std::vector<Obs> s_;
   std::vector<double> prob_;
   std::vector<uint8_t> fickle_step_;
