@@ -117,9 +117,11 @@ class Pcg64 {
     return static_cast<uint32_t>(next);
   }
   // Generator.integers(high), one int64 draw in [0, high) for 1 <= high <= 2^32: Lemire's method on 32-bit
-  // draws (numpy's buffered_bounded_lemire_uint32).
+  // draws (numpy's buffered_bounded_lemire_uint32); 2^32 is one whole 32-bit draw, as numpy's (Lemire's method
+  // would take it as a range of 0).
   int64_t integers(int64_t high) {
     if (high == 1) return 0;
+    if (high == (int64_t{1} << 32)) return next_u32();
     const uint32_t rng_excl = static_cast<uint32_t>(high);
     uint64_t m = static_cast<uint64_t>(next_u32()) * rng_excl;
     uint32_t leftover = static_cast<uint32_t>(m);
@@ -135,10 +137,7 @@ class Pcg64 {
   // Generator.integers(low, high), one int64 draw in [low, high) for 1 <= high - low <= 2^32: low + an
   // integers(high - low) draw (numpy's offset and range; a range of one value draws nothing). gymnasium's Box2D
   // envs draw these (LunarLander's wind phases, BipedalWalker's terrain).
-  int64_t integers(int64_t low, int64_t high) {
-    if (high - low == (int64_t{1} << 32)) return low + next_u32();  // numpy's whole-word case
-    return low + integers(high - low);
-  }
+  int64_t integers(int64_t low, int64_t high) { return low + integers(high - low); }
   // The seed of a generator made by single_rng (a reset with a seed of its own), once: an env whose reference
   // seeds a generator of its own with it (dm_control's task RandomState) takes it at that reset; nullopt for
   // any other generator, and after the first call.

@@ -1,4 +1,5 @@
-"""fastvec's Generator.integers(low, high) (Pcg64::integers, src/core/rng.hpp) against numpy's, bit for bit: the
+"""fastvec's Generator.integers(low, high) and integers(high) (Pcg64::integers, src/core/rng.hpp) against numpy's,
+bit for bit: the
 draws gymnasium's Box2D envs make (LunarLander's wind phases in [-9999, 9999), BipedalWalker's terrain counters
 and states, of which integers(4, 5) draws nothing), mixed with 64-bit draws (random()) as those envs mix them:
 numpy's 32-bit draws keep the half of a 64-bit word they leave, across the 64-bit draws in between. The C++ side
@@ -23,7 +24,7 @@ def dump(tmp_path_factory):
 @pytest.mark.parametrize("seed", [0, 1, 12345, 2**64 - 1])
 def test_integers_and_random_interleaved_match_numpy(dump, seed):
     rng = np.random.default_rng(seed + 1)
-    kinds = rng.integers(0, 2, 2000)
+    kinds = rng.integers(0, 3, 2000)  # integers(low, high), random(), integers(high): 2**32 too
     picks = rng.integers(0, len(RANGES), 2000)
     records = np.array([(k, *RANGES[p]) for k, p in zip(kinds, picks, strict=True)], np.int64)
     out = dump(seed, stdin=records.tobytes())
@@ -32,6 +33,8 @@ def test_integers_and_random_interleaved_match_numpy(dump, seed):
     for kind, low, high in records:
         if kind == 0:
             want += np.int64(ref.integers(int(low), int(high))).tobytes()
+        elif kind == 2:
+            want += np.int64(ref.integers(int(high))).tobytes()
         else:
             want += np.float64(ref.random()).tobytes()
     want += np.uint64(ref.bit_generator.random_raw()).tobytes()
