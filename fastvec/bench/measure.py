@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastvec.bench.contenders import Contender
-from fastvec.bench.machine import BUSY_OTHER_SHARE, tree_memory
+from fastvec.bench.machine import BUSY_OTHER_SHARE, IDLE_PROBE_SECONDS, tree_memory
+from fastvec.bench.ray_runners import example_timesteps
 from fastvec.bench.runners import NotAvailable, Runner
+from fastvec.bench.work import is_atari, is_dm_control, is_mujoco, is_multiagent
 
 
 @dataclass
@@ -192,3 +194,113 @@ def check_grid_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -
         p.error("--seconds must be > 0, --reps >= 1 and every --num-envs, --memory-envs >= 1")
     if args.warmup is None:
         args.warmup = min(0.5, args.seconds / 4)
+
+
+# -- how long a run will take --------------------------------------------------
+
+# Setup costs, measured on the 2-core VM of docs/benchmarks.md on 2026-12-06 while other jobs loaded it (load average
+# 10-20): on an idle machine they are shorter; the timed seconds are the same on any machine.
+START_S = 1.0  # the interpreter and fastvec.bench's imports (0.9 s)
+IMPORT_S = {"stable_baselines3": 3.4, "envpool": 5.7, "ray": 0.7, "ray.rllib": 3.3}  # import_packages (others < 0.1 s)
+PROCESS_S = 0.045  # start and close one worker process: SubprocVecEnv 1.6 s, AsyncVectorEnv 1.3 s at 32 CartPoles
+ATARI_PROCESS_S = 0.9  # the same where each makes an emulator (or MuJoCo, dm_control, MPE): 7 s for 8 Pongs
+POOL_S = 0.5  # a process pool of a few workers (fastvec's Python-env pool, SuperSuit's)
+OWN_PROCESS_S = 2.5  # a contender built in a process of its own (fresh interpreter, gymnasium, mujoco)
+RAY_START_S = 9.0  # ray.init, once a run (10.4 s to the first actor)
+RAY_ACTOR_S = 1.1  # each Ray actor (8.8 s for 8, 39 s for 32)
+RLLIB_RUNNER_S = 1.0  # an RLlib EnvRunner's construction, before its first sample() call
+BUILD_S = 0.05  # any other contender's construction and first reset
+MEASURE_OVERHEAD_S = 0.03  # a measurement's re-warm chunk and its /proc reads
+PLOT_S = 1.0  # matplotlib's import and one PNG per env
+# A memory probe's fresh interpreter (fastvec's probe at 16 CartPoles: 2.1 s), and reading the memory of each process
+# a contender runs (SubprocVecEnv's probe: 12.4 s over 16 processes).
+PROBE_START_S = 1.8
+PROBE_PER_PROCESS_S = 0.4
+# RLlib's sample() call: (a + b / num_envs) seconds per env step, from the idle figures of docs/benchmarks.md (RLlib's
+# runners over gymnasium's envs; FastvecEnvRunner) and the multi-agent ones (MultiAgentEnvRunner at 64 envs). A call
+# takes seconds: every repetition, the warm-up and the construction take at least one, whatever --seconds says.
+RLLIB_STEP_S = {
+    ("other", "rllib"): (60e-6, 800e-6),
+    ("other", "fastvec"): (6e-6, 350e-6),
+    ("atari", "rllib"): (2.8e-3, 5e-3),
+    ("atari", "fastvec"): (2.3e-3, 5e-3),
+    ("multiagent", "rllib"): (0.6e-3, 1e-3),
+    ("multiagent", "fastvec"): (10e-6, 350e-6),
+}
+
+
+def _heavy(env_id: str) -> bool:
+    """Whether making one ``env_id`` in a fresh worker takes about a second (an emulator, a physics engine)."""
+    return is_atari(env_id) or is_mujoco(env_id) or is_dm_control(env_id) or is_multiagent(env_id)
+
+
+def _own_process(c: Contender, env_id: str) -> bool:
+    """Whether :meth:`Contender.build` makes ``c`` in a process of its own on ``env_id``."""
+    return (c.mujoco_bindings and is_mujoco(env_id)) or (c.dm_control == "shimmy" and is_dm_control(env_id))
+
+
+def rllib_call_seconds(c: Contender, env_id: str, num_envs: int) -> float:
+    """How long one of ``c``'s calls takes when it is an RLlib EnvRunner's sample() (0: other contenders' calls
+    are short)."""
+    if c.package != "ray.rllib" or c.key == "ma-rllib-vector":
+        return 0.0
+    steps = max(num_envs, example_timesteps(c.key.split("-")[1], num_envs) if "_ppo" in c.key else 4000)
+    family = "atari" if is_atari(env_id) else "multiagent" if is_multiagent(env_id) else "other"
+    runner = "fastvec" if is_fastvec_runner(c.key) else "rllib"
+    a, b = RLLIB_STEP_S[family, runner]
+    return steps * (a + b / num_envs)
+
+
+def is_fastvec_runner(key: str) -> bool:
+    """Whether an RLlib contender samples with fastvec's own runner (not RLlib's runner on a fastvec pool)."""
+    return "fastvec" in key.split("-") and not key.endswith("-stock")
+
+
+def build_seconds(c: Contender, env_id: str, num_envs: int) -> float:
+    """Construction, first reset (and RLlib's first sample() call) of one contender, without the warm-up."""
+    if _own_process(c, env_id):
+        return OWN_PROCESS_S + rllib_call_seconds(c, env_id, num_envs)
+    if c.package == "ray":
+        return RAY_ACTOR_S * num_envs
+    if c.package == "ray.rllib" and c.key != "ma-rllib-vector":
+        return RLLIB_RUNNER_S + rllib_call_seconds(c, env_id, num_envs)
+    if c.uses_processes:
+        return (ATARI_PROCESS_S if _heavy(env_id) else PROCESS_S) * num_envs
+    if c.key in ("fastvec-python", "ma-fastvec-python", "ma-supersuit") or c.key.startswith("fastvec-python-"):
+        return POOL_S
+    return BUILD_S
+
+
+def estimate_seconds(
+    cells: list[tuple[Contender, str, int]],
+    *,
+    seconds: float,
+    reps: int,
+    warmup: float,
+    max_processes: int | None,
+    memory: list[tuple[Contender, str, int]],
+    memory_seconds: float,
+    plots: int,
+) -> dict[str, float]:
+    """How long a run will take: ``cells`` (contender, env id, num_envs) measured ``reps`` x ``seconds`` each
+    after a warm-up, the memory probes ``memory`` (contender, env id, num_envs) stepping ``memory_seconds`` each,
+    ``plots`` PNGs. Returns the timed seconds, the setup's around them (imports, construction, warm-ups, Ray's
+    start, the load probe, plots), the memory probes' and their total.
+
+    An estimate: cells a contender turns out not to run (an env it is not wired for) are counted as run."""
+    running = [(c, e, n) for c, e, n in cells if c.skip_reason(n, max_processes) is None]
+    timed = setup = 0.0
+    for c, e, n in running:
+        call = rllib_call_seconds(c, e, n)
+        timed += reps * max(seconds, call)
+        setup += reps * (call + MEASURE_OVERHEAD_S) + build_seconds(c, e, n) + max(warmup, call)
+    packages = {c.package for c, _, _ in running}
+    setup += START_S + IDLE_PROBE_SECONDS + PLOT_S * plots + sum(IMPORT_S.get(p, 0.0) for p in packages)
+    setup += RAY_START_S if "ray" in packages else 0.0
+    probes = 0.0
+    for c, e, n in memory:
+        if c.skip_reason(n, max_processes) is None:
+            start = PROBE_START_S + IMPORT_S.get(c.package, 0.0) + (RAY_START_S if c.package == "ray" else 0.0)
+            read = PROBE_PER_PROCESS_S * n if c.uses_processes else 0.0
+            probes += start + build_seconds(c, e, n) + max(memory_seconds, rllib_call_seconds(c, e, n)) + read
+    return {"timed": timed, "setup": setup, "memory": probes, "total": timed + setup + probes}
