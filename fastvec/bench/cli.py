@@ -19,6 +19,7 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --multiagent --quick               # simple_spread_v3 at 8 64, 1 x 0.3 s
     fastvec bench --dm-control                       # dm_control: walker-walk, cheetah-run, ... at 1 8 32
     fastvec bench --dm-control --quick               # WalkerWalk-v1 at 1 8 32, 1 x 0.3 s, no memory probe
+    fastvec bench --table results.json               # a run's markdown for docs/benchmarks.md; --plot: its plots
 """
 
 from __future__ import annotations
@@ -81,8 +82,6 @@ DEFAULT_CONTENDERS = (
     "ma-rllib-fastvec",
     "ma-rllib-fastvec-python",
 )
-# The multi-agent rows that time RLlib's sample(), compared with RLlib's own runner.
-MULTIAGENT_SAMPLERS = ["ma-rllib-default", "ma-rllib-fastvec", "ma-rllib-fastvec-python"]
 MEMORY_NUM_ENVS = 16  # peak memory is measured at this num_envs, in a fresh process per contender
 MEMORY_SECONDS = 0.3  # how long the memory probe steps before it reads
 
@@ -186,6 +185,13 @@ def make_parser() -> argparse.ArgumentParser:
         "job would share the cores in training (default 0; without N: 1, one core taken)",
     )
     p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
+    p.add_argument(
+        "--table",
+        metavar="FILE.json",
+        help="run nothing: print the markdown of docs/benchmarks.md (command, date, machine, tables) for a run's "
+        "results.json (or its --json output)",
+    )
+    p.add_argument("--plot", metavar="FILE.json", help="run nothing: write a run's plots again, into --out")
     return p
 
 
@@ -246,6 +252,45 @@ def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
 def chosen_for(args: argparse.Namespace, env_id: str) -> list[Contender]:
     """The chosen contenders that step ``env_id`` (the multi-agent ones on a multi-agent env, the others else)."""
     return [c for c in args.chosen if c.runs(env_id)]
+
+
+def estimate(args: argparse.Namespace) -> dict[str, float]:
+    """:func:`fastvec.bench.measure.estimate_seconds` of what ``main`` will do, and how many cells it measures."""
+    cells = [(c, e, n) for e in args.envs for n in sizes_of(args, e) for c in chosen_for(args, e)]
+    probes = [(c, e, MEMORY_NUM_ENVS) for e in args.envs for c in chosen_for(args, e) if not c.ceiling]
+    est = measure.estimate_seconds(
+        cells,
+        seconds=args.seconds,
+        reps=args.reps,
+        warmup=args.warmup,
+        max_processes=args.max_processes,
+        memory=probes if args.memory else [],
+        memory_seconds=MEMORY_SECONDS,
+        plots=len(args.envs),
+    )
+    est["measurements"] = sum(1 for c, _, n in cells if c.skip_reason(n, args.max_processes) is None)
+    return est
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as "42 s", "3 min 05 s" or "1 h 02 min"."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    return f"{s // 60} min {s % 60:02d} s" if s < 3600 else f"{s // 3600} h {s // 60 % 60:02d} min"
+
+
+def estimate_line(args: argparse.Namespace, est: dict[str, float]) -> str:
+    """The line ``fastvec bench`` prints before it starts: its expected duration, and where it comes from."""
+    nominal = est["measurements"] * args.reps * args.seconds
+    longer = f", {duration(est['timed'])} with RLlib's longer sample() calls" if est["timed"] > 1.05 * nominal else ""
+    probes = " and memory probes" if est["memory"] else ""
+    return (
+        f"fastvec bench: expected duration about {duration(est['total'])} (an estimate: "
+        f"{est['measurements']:.0f} cells x {args.reps} reps x {args.seconds:g} s = {duration(nominal)} timed"
+        f"{longer}, plus about {duration(est['setup'] + est['memory'])} of imports, construction, warm-ups{probes}; "
+        "longer on a busy machine)"
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -342,18 +387,8 @@ def env_report(
         ]
     cores = machine.describe()["usable_cores"]
     lines.append(report.markdown_table(chosen, sizes, grid, memory, MEMORY_NUM_ENVS, cores))
-    if multiagent:
-        samplers = [c for c in chosen if c.key in MULTIAGENT_SAMPLERS]
-        lines += ["", report.ratio_table(chosen, sizes, grid, "ma-supersuit", "SuperSuit"), ""]
-        if samplers:
-            lines += [report.ratio_table(samplers, sizes, grid, "ma-rllib-default", "RLlib MultiAgentEnvRunner"), ""]
-        ratios = {
-            "ratio_to_supersuit": report.ratios_to(grid, "ma-supersuit"),
-            "ratio_to_rllib_multiagent_env_runner": report.ratios_to(grid, "ma-rllib-default", MULTIAGENT_SAMPLERS),
-        }
-    else:
-        lines += ["", report.ratio_table(chosen, sizes, grid), ""]
-        ratios = {"ratio_to_sb3_subproc": report.ratios_to(grid, "sb3-subproc")}
+    table_lines, ratios = report.ratio_tables(chosen, sizes, grid, multiagent)
+    lines += table_lines
     png = os.path.join(args.out, f"{env_id}.png")
     if report.plot(png, env_id, chosen, sizes, grid, "agent-steps" if multiagent else "env steps"):
         lines += [f"plot: {png}", ""]
@@ -372,6 +407,11 @@ def env_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.table or args.plot:
+        return from_recorded(args)
+    started = time.perf_counter()
+    est = estimate(args)
+    print(estimate_line(args, est), file=sys.stderr, flush=True)
     # Gymnasium and EnvPool warn about float64 box bounds and the like on every construction.
     warnings.filterwarnings("ignore")
     import_packages(args.chosen)
@@ -388,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             f"WARNING: the machine is already busy: other processes use {monitor.share_before:.0%} of the CPUs",
             file=sys.stderr,
         )
+    date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t0 = time.perf_counter()
     with machine.BusyLoops(args.contention):
         results = run(args)
@@ -411,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     doc: dict[str, Any] = {
         "command": command,
+        "date_utc": date,
+        "max_processes": args.max_processes,
+        "estimated_seconds": est["total"],
         "seconds": args.seconds,
         "reps": args.reps,
         "contention": args.contention,
@@ -432,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
         report.machine_line(here),
         f"versions: {report.versions_text(here['versions'])}; checkout: {here['fastvec_source']}",
         report.load_line(load),
-        f"wall time: {elapsed:.0f} s",
+        f"wall time: {elapsed:.0f} s measuring, {time.perf_counter() - started:.0f} s in all (estimated before: "
+        f"{est['total']:.0f} s)",
     ]
     if load["busy"]:
         lines.append("WARNING: BUSY MACHINE, results are not trustworthy: " + "; ".join(load["busy_reasons"]))
@@ -446,6 +491,27 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(text, end="")
         print(f"written: {os.path.join(args.out, 'results.md')}, results.json and the plots", file=sys.stderr)
+    return 0
+
+
+def from_recorded(args: argparse.Namespace) -> int:
+    """--table and --plot: a recorded run's markdown for the docs, its plots again."""
+    for path in (args.table, args.plot):
+        if path is None:
+            continue
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"fastvec bench: cannot read {path}: {e}") from None
+        if not isinstance(doc, dict) or "envs" not in doc or "machine" not in doc:
+            raise SystemExit(f"fastvec bench: {path} is not the JSON of a fastvec bench run (results.json)")
+        if path == args.table:
+            print(report.docs_tables(doc), end="")
+        else:
+            os.makedirs(args.out, exist_ok=True)
+            written = report.plot_recorded(doc, args.out)
+            print("written: " + (", ".join(written) or "nothing (matplotlib is not installed)"), file=sys.stderr)
     return 0
 
 

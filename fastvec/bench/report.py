@@ -3,10 +3,12 @@ lines that say which machine and load the numbers come from."""
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
 
 if TYPE_CHECKING:
@@ -186,6 +188,7 @@ def cell_doc(cell: Cell, frame_skip: float | None = None) -> dict[str, Any]:
     if frame_skip is not None:
         doc["median_frames_per_s"] = cell.median * frame_skip if cell.median else None
     doc.update(steps_per_s=cell.steps_per_s, us_per_call=cell.us_per_call, other_cpu_share=cell.other_cpu)
+    doc["construct_seconds"] = cell.construct_seconds
     return doc
 
 
@@ -210,9 +213,40 @@ def load_line(load: dict[str, Any]) -> str:
     )
 
 
+# -- the ratio tables ----------------------------------------------------------
+
+# The tables' baselines: what users switch from. Multi-agent envs: SuperSuit, and for RLlib's sample() rows, RLlib's
+# own runner.
+BASELINE = ("sb3-subproc", "SB3 SubprocVecEnv")
+MULTIAGENT_BASELINE = ("ma-supersuit", "SuperSuit")
+MULTIAGENT_SAMPLERS = ["ma-rllib-default", "ma-rllib-fastvec", "ma-rllib-fastvec-python"]
+
+
+def ratio_tables(
+    contenders: list[Contender], sizes: list[int], grid: dict[int, dict[str, Cell]], multiagent: bool
+) -> tuple[list[str], dict[str, dict[str, dict[str, float]]]]:
+    """The ratio tables under an env's table (markdown lines) and their JSON."""
+    if not multiagent:
+        key, label = BASELINE
+        table = ratio_table(contenders, sizes, grid, key, label)
+        return ["", table, ""], {"ratio_to_sb3_subproc": ratios_to(grid, key)}
+    key, label = MULTIAGENT_BASELINE
+    lines = ["", ratio_table(contenders, sizes, grid, key, label), ""]
+    samplers = [c for c in contenders if c.key in MULTIAGENT_SAMPLERS]
+    if samplers:
+        lines += [ratio_table(samplers, sizes, grid, "ma-rllib-default", "RLlib MultiAgentEnvRunner"), ""]
+    return lines, {
+        "ratio_to_supersuit": ratios_to(grid, key),
+        "ratio_to_rllib_multiagent_env_runner": ratios_to(grid, "ma-rllib-default", MULTIAGENT_SAMPLERS),
+    }
+
+
+# -- plots ---------------------------------------------------------------------
+
 # A plot's lines: one colour per library (fastvec's own pools in blues), the mode in the line (sync solid, async
 # dashed, same-step autoreset dotted, both dash-dotted) and, within a library and mode, one marker per contender in
-# the table's order: every contender its own line, and a reader finds a library by its colour.
+# the table's order: every contender its own line, and a reader finds a library by its colour. fastvec's own lines
+# (its pools, and RLlib or the multi-agent rows running on them) are thicker and drawn over the others.
 _LIBRARY_COLOURS = {  # longest prefix first where one prefix holds another
     "fastvec-python": "#6baed6",
     "fastvec-envpool": "#08306b",
@@ -228,11 +262,19 @@ _LIBRARY_COLOURS = {  # longest prefix first where one prefix holds another
     "ceiling": "#000000",
 }
 _MARKERS = "osv^DP*Xh"
+# When the tables' baseline did not run, the plot's ratio view divides by the first of these that did.
+_FALLBACK_BASELINES = ("gym-async", "sb3-dummy", "gym-sync", "envpool-t1", "gym-numpy", "ma-agilerl", "ma-rllib-vector")
 
 
-def line_styles(keys: list[str]) -> dict[str, dict[str, str]]:
-    """matplotlib's color, linestyle and marker for each contender key's line, distinct within ``keys``."""
-    styles: dict[str, dict[str, str]] = {}
+def is_fastvec(key: str) -> bool:
+    """Whether a contender's envs are stepped by fastvec (its pools, or RLlib's runners over them)."""
+    return "fastvec" in key.split("-")
+
+
+def line_styles(keys: list[str]) -> dict[str, dict[str, Any]]:
+    """matplotlib's color, linestyle, marker, linewidth and zorder for each contender key's line, distinct
+    within ``keys``."""
+    styles: dict[str, dict[str, Any]] = {}
     used: dict[tuple[str, str], int] = {}
     for key in keys:
         name = key.removeprefix("ma-")
@@ -241,8 +283,119 @@ def line_styles(keys: list[str]) -> dict[str, dict[str, str]]:
         mode = ("async" in parts, "same" in parts)
         linestyle = {(False, False): "-", (True, False): "--", (False, True): ":", (True, True): "-."}[mode]
         n = used[colour, linestyle] = used.get((colour, linestyle), -1) + 1
-        styles[key] = {"color": colour, "linestyle": linestyle, "marker": _MARKERS[n % len(_MARKERS)]}
+        ours = is_fastvec(key)
+        styles[key] = {
+            "color": colour,
+            "linestyle": linestyle,
+            "marker": _MARKERS[n % len(_MARKERS)],
+            "linewidth": 2.8 if ours else 1.2,
+            "zorder": 3 if ours else 2,
+        }
     return styles
+
+
+def plot_baseline(keys: list[str], grid: dict[int, dict[str, Cell]], multiagent: bool) -> str | None:
+    """The key the ratio view divides by: the tables' baseline if it ran at some num_envs, else a fallback."""
+    ran = [k for k in keys if any(cells[k].median for cells in grid.values() if k in cells)]
+    tables = MULTIAGENT_BASELINE[0] if multiagent else BASELINE[0]
+    return next((k for k in (tables, *_FALLBACK_BASELINES) if k in ran), None)
+
+
+def figure(
+    env_id: str,
+    contenders: list[Contender],
+    sizes: list[int],
+    grid: dict[int, dict[str, Cell]],
+    unit: str = "env steps",
+) -> Any:
+    """A matplotlib Figure: ``unit``/s against num_envs per contender, log-log (left), and each over the baseline
+    contender at the same num_envs (right); busy cells hollow. None when matplotlib is missing."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import FuncFormatter, LogLocator
+    except ImportError:
+        return None
+    keys = [c.key for c in contenders]
+    base_key = plot_baseline(keys, grid, multiagent=all(k.startswith("ma-") for k in keys))
+    fig = Figure(figsize=(15, 5.5))
+    ax, rax = fig.subplots(1, 2)
+    styles = line_styles(keys)
+    any_busy = False
+    for c in contenders:
+        style = styles[c.key]
+        views = [(ax, {n: grid[n][c.key].median for n in sizes}, {n for n in sizes if grid[n][c.key].disturbed})]
+        if base_key is not None:
+            ratios: dict[int, float | None] = {}
+            for n, m in views[0][1].items():
+                b = grid[n][base_key].median
+                ratios[n] = m / b if m and b else None
+            busy = {n for n in sizes if grid[n][c.key].disturbed or grid[n][base_key].disturbed}
+            views.append((rax, ratios, busy))
+        for a, values, busy in views:
+            points = {n: v for n, v in values.items() if v}
+            if not points:
+                continue
+            line_kw = {k: style[k] for k in ("color", "linestyle", "marker", "linewidth", "zorder")}
+            a.plot(list(points), list(points.values()), label=c.label if a is ax else None, gid=c.key, **line_kw)
+            hollow = [n for n in points if n in busy]
+            if hollow:
+                any_busy = True
+                a.plot(
+                    hollow,
+                    [points[n] for n in hollow],
+                    linestyle="none",
+                    marker=style["marker"],
+                    markerfacecolor="white",
+                    markeredgecolor=style["color"],
+                    markersize=8,
+                    zorder=style["zorder"] + 1,
+                    gid=f"{c.key} busy",
+                )
+    for a, label in ((ax, si), (rax, _times)):
+        a.set_xscale("log")
+        a.set_yscale("log")
+        a.set_xticks(sizes, [str(n) for n in sizes])
+        a.minorticks_off()
+        # 1-2-5 ticks, labelled as the tables write numbers: a decade or less still gets a few labels.
+        a.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        a.yaxis.set_major_formatter(FuncFormatter(lambda v, _, label=label: label(v)))
+        a.set_xlabel("num_envs")
+        a.grid(True, which="both", alpha=0.3)
+    ax.set_ylabel(f"{unit} / s (median)")
+    ax.set_title(f"{env_id}: throughput")
+    if base_key is not None:
+        base_label = next(c.label for c in contenders if c.key == base_key)
+        rax.axhline(1.0, color="grey", linewidth=0.8)
+        rax.set_ylabel(f"x {base_label} (same num_envs)")
+        rax.set_title(f"{env_id}: over {base_label}")
+    else:
+        rax.set_title(f"{env_id}: no baseline ran, no ratios")
+    handles, labels = ax.get_legend_handles_labels()
+    notes = [Line2D([], [], color="grey", linewidth=2.8, label="thick: fastvec's own")]
+    if any_busy:
+        notes.append(
+            Line2D(
+                [],
+                [],
+                color="grey",
+                linestyle="none",
+                marker="o",
+                markerfacecolor="white",
+                label=f"hollow: busy, other processes used > {BUSY_OTHER_SHARE:.0%} of the CPUs",
+            )
+        )
+    # Beside the plots, not over the lines.
+    fig.legend(
+        handles + notes,
+        labels + [h.get_label() for h in notes],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 0.95),
+        borderaxespad=0.0,
+    )
+    fig.tight_layout()
+    return fig
 
 
 def plot(
@@ -253,38 +406,123 @@ def plot(
     grid: dict[int, dict[str, Cell]],
     unit: str = "env steps",
 ) -> bool:
-    """``unit``/s against num_envs per contender, log-log. False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    """Writes :func:`figure` as a PNG to ``path``. False when matplotlib is missing."""
+    fig = figure(env_id, contenders, sizes, grid, unit)
+    if fig is None:
         return False
-    fig, ax = plt.subplots(figsize=(10, 5))
-    styles = line_styles([c.key for c in contenders])
-    for c in contenders:
-        medians = {n: m for n in sizes if (m := grid[n][c.key].median)}
-        if medians:
-            style = styles[c.key]
-            ax.plot(
-                list(medians),
-                list(medians.values()),
-                label=c.label,
-                color=style["color"],
-                linestyle=style["linestyle"],
-                marker=style["marker"],
-            )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(sizes, [str(n) for n in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("num_envs")
-    ax.set_ylabel(f"{unit} / s (median)")
-    ax.set_title(f"{env_id}: throughput")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside, not over
-    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return True
+
+
+# -- a recorded run (fastvec bench --json) -------------------------------------
+
+
+def cell_from_doc(doc: dict[str, Any]) -> Cell:
+    """A cell back from :func:`cell_doc`'s JSON."""
+    return Cell(
+        status=doc["status"],
+        steps_per_s=list(doc.get("steps_per_s") or []),
+        us_per_call=list(doc.get("us_per_call") or []),
+        other_cpu=list(doc.get("other_cpu_share") or []),
+        construct_seconds=doc.get("construct_seconds"),
+    )
+
+
+def recorded_env(env_doc: dict[str, Any]) -> tuple[list[Contender], list[int], dict[int, dict[str, Cell]]]:
+    """One env of a recorded run: its contenders (in the table's order), sizes and cells. A key this fastvec no
+    longer has keeps its key as its label."""
+    from fastvec.bench.contenders import CONTENDERS, Contender
+
+    grid = {int(n): {k: cell_from_doc(c) for k, c in cells.items()} for n, cells in env_doc["results"].items()}
+    sizes = sorted(grid)
+    keys = list(dict.fromkeys(k for n in sizes for k in grid[n]))
+    known = {c.key: c for c in CONTENDERS}
+
+    def unknown(env_id: str, num_envs: int) -> Any:
+        raise NotImplementedError("a recorded contender")
+
+    contenders = [known.get(k) or Contender(k, k, "", unknown) for k in keys]
+    for cells in grid.values():
+        for k in keys:
+            cells.setdefault(k, Cell(status="-"))
+    return contenders, sizes, grid
+
+
+def plot_recorded(doc: dict[str, Any], out: str) -> list[str]:
+    """One PNG per env of a recorded run into the directory ``out``; the paths written (none without matplotlib)."""
+    paths = []
+    for env_id, env_doc in doc["envs"].items():
+        contenders, sizes, grid = recorded_env(env_doc)
+        if not any(c.median for cells in grid.values() for c in cells.values()):
+            continue
+        unit = "agent-steps" if env_doc.get("unit") == "agent_steps_per_s" else "env steps"
+        path = os.path.join(out, f"{env_id}.png")
+        if plot(path, env_id, contenders, sizes, grid, unit):
+            paths.append(path)
+    return paths
+
+
+def docs_tables(doc: dict[str, Any]) -> str:
+    """The markdown that docs/benchmarks.md shows for a recorded run: a paragraph saying which command ran
+    when, on which machine and software, how long and how loaded; then each env's table and ratio tables."""
+    here = doc["machine"]
+    versions = {k: v for k, v in here.get("versions", {}).items() if v != "not installed"}
+    date = doc.get("date_utc")
+    when = f"run on {date[:10]} at {date[11:16]} UTC" if date else "run at a date not recorded"
+    cells = [c for e in doc["envs"].values() for cs in e["results"].values() for c in cs.values()]
+    busy = sum(1 for c in cells if cell_from_doc(c).disturbed)
+    disturbed = (
+        "no cell disturbed by other processes"
+        if not busy
+        else f"{busy} cell(s) marked (busy): other processes took over {BUSY_OTHER_SHARE:.0%} of the CPUs, "
+        "indicative only"
+    )
+    units = {e.get("unit", "env_steps_per_s") for e in doc["envs"].values()}
+    unit = (
+        "agent-steps per second (one step of one agent = one step)"
+        if units == {"agent_steps_per_s"}
+        else "env steps per second (one step of one env = one step; multi-agent envs: agent-steps)"
+        if "agent_steps_per_s" in units
+        else "env steps per second (one step of one env = one step)"
+    )
+    reps = (
+        f"median [min-max] of {doc['reps']} interleaved repetitions of {doc['seconds']:g} s each"
+        if doc["reps"] > 1
+        else f"one measurement of {doc['seconds']:g} s each"
+    )
+    load = doc.get("load", {})
+    shares = [load.get("other_cpu_share_before"), load.get("other_cpu_share")]
+    loaded = (
+        f", other processes used {shares[0]:.0%} of the CPUs before and {shares[1]:.0%} during"
+        if None not in shares
+        else ""
+    )
+    memory_envs = {m["num_envs"] for e in doc["envs"].values() for m in e.get("peak_memory_mib", {}).values()}
+    max_processes = doc.get("max_processes")
+    head = (
+        f"The output of `{doc['command']}`, {when} on {here['cpu']}, {here['cores']} cores "
+        f"({here['usable_cores']} usable), {here['platform']} ({versions_text(versions)}), "
+        f"{doc['wall_seconds']:.0f} s, {disturbed}{loaded}: {unit}, {reps}; async runs use `batch_size = num_envs / 2`"
+        + (f"; process-per-env contenders stop at {max_processes} envs" if max_processes else "")
+        + (
+            f"; peak memory is the RSS summed over every process a contender runs, at {min(memory_envs)} envs"
+            if memory_envs
+            else ""
+        )
+        + (f"; beside {doc['contention']} CPU-bound busy loop(s) (--contention)" if doc.get("contention") else "")
+        + "."
+    )
+    lines = [head, ""]
+    for env_id, env_doc in doc["envs"].items():
+        contenders, sizes, grid = recorded_env(env_doc)
+        multiagent = env_doc.get("unit") == "agent_steps_per_s"
+        lines += [f"{env_id}:", ""]
+        if not any(c.median for cells in grid.values() for c in cells.values()):
+            lines += ["No contender ran it.", ""]
+            continue
+        probes: dict[str, dict[str, Any]] = env_doc.get("peak_memory_mib", {})
+        memory = {k: (m["mib"], m["status"]) for k, m in probes.items()}
+        mem_envs = next((m["num_envs"] for m in probes.values()), None)
+        lines.append(markdown_table(contenders, sizes, grid, memory, mem_envs, here.get("usable_cores")))
+        lines += ratio_tables(contenders, sizes, grid, multiagent)[0]
+    return "\n".join(lines).rstrip("\n") + "\n"
