@@ -365,7 +365,8 @@ def figure(
     ax.set_ylabel(f"{unit} / s (median)")
     ax.set_title(f"{env_id}: throughput")
     if base_key is not None:
-        base_label = next(c.label for c in contenders if c.key == base_key)
+        short = dict([BASELINE, MULTIAGENT_BASELINE])  # the tables' names for their baselines
+        base_label = short.get(base_key) or next(c.label for c in contenders if c.key == base_key)
         rax.axhline(1.0, color="grey", linewidth=0.8)
         rax.set_ylabel(f"x {base_label} (same num_envs)")
         rax.set_title(f"{env_id}: over {base_label}")
