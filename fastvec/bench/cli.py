@@ -15,11 +15,11 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --envs HalfCheetah-v5 Hopper-v5                # MuJoCo: num_envs 1 8 32
     fastvec bench --out results/ --json              # also results/bench.json and results/bench.png
     fastvec bench --contention                       # the same with one core taken by a busy loop
+    fastvec bench --table results.json               # a run's markdown for docs/benchmarks.md; --plot: its plots
     fastvec bench --multiagent                       # multi-agent envs: simple_spread_v3, rps_v2 at 8 64 256
     fastvec bench --multiagent --quick               # simple_spread_v3 at 8 64, 1 x 0.3 s
     fastvec bench --dm-control                       # dm_control: walker-walk, cheetah-run, ... at 1 8 32
     fastvec bench --dm-control --quick               # WalkerWalk-v1 at 1 8 32, 1 x 0.3 s, no memory probe
-    fastvec bench --table results.json               # a run's markdown for docs/benchmarks.md; --plot: its plots
 """
 
 from __future__ import annotations
@@ -184,7 +184,6 @@ def make_parser() -> argparse.ArgumentParser:
         help="run with N CPU-bound processes (a busy loop each) beside the contenders, as a learner or another "
         "job would share the cores in training (default 0; without N: 1, one core taken)",
     )
-    p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
     p.add_argument(
         "--table",
         metavar="FILE.json",
@@ -192,6 +191,7 @@ def make_parser() -> argparse.ArgumentParser:
         "results.json (or its --json output)",
     )
     p.add_argument("--plot", metavar="FILE.json", help="run nothing: write a run's plots again, into --out")
+    p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
     return p
 
 
@@ -407,13 +407,13 @@ def env_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Gymnasium and EnvPool warn about float64 box bounds and the like on every construction.
+    warnings.filterwarnings("ignore")
     if args.table or args.plot:
         return from_recorded(args)
     started = time.perf_counter()
     est = estimate(args)
     print(estimate_line(args, est), file=sys.stderr, flush=True)
-    # Gymnasium and EnvPool warn about float64 box bounds and the like on every construction.
-    warnings.filterwarnings("ignore")
     import_packages(args.chosen)
 
     command = "fastvec bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
