@@ -285,9 +285,10 @@ def estimate_line(args: argparse.Namespace, est: dict[str, float]) -> str:
     nominal = est["measurements"] * args.reps * args.seconds
     longer = f", {duration(est['timed'])} with RLlib's longer sample() calls" if est["timed"] > 1.05 * nominal else ""
     probes = " and memory probes" if est["memory"] else ""
+    reps = f"{args.reps} rep{'s' if args.reps != 1 else ''}"
     return (
         f"fastvec bench: expected duration about {duration(est['total'])} (an estimate: "
-        f"{est['measurements']:.0f} cells x {args.reps} reps x {args.seconds:g} s = {duration(nominal)} timed"
+        f"{est['measurements']:.0f} cells x {reps} x {args.seconds:g} s = {duration(nominal)} timed"
         f"{longer}, plus about {duration(est['setup'] + est['memory'])} of imports, construction, warm-ups{probes}; "
         "longer on a busy machine)"
     )
