@@ -20,6 +20,7 @@ recorded before and after. A contender whose package is missing is shown as
     fastvec bench --multiagent --quick               # simple_spread_v3 at 8 64, 1 x 0.3 s
     fastvec bench --dm-control                       # dm_control: walker-walk, cheetah-run, ... at 1 8 32
     fastvec bench --dm-control --quick               # WalkerWalk-v1 at 1 8 32, 1 x 0.3 s, no memory probe
+    fastvec bench --training --torch-threads 1 default   # training loops, updates included (fastvec.bench.training)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import time
 import warnings
 from typing import Any
 
-from fastvec.bench import machine, measure, report
+from fastvec.bench import machine, measure, report, training
 from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
@@ -192,12 +193,16 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--plot", metavar="FILE.json", help="run nothing: write a run's plots again, into --out")
     p.add_argument("--json", action="store_true", help="print the JSON results on stdout instead of the table")
+    training.add_arguments(p)
     return p
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = make_parser()
     args = p.parse_args(argv)
+    training.check_arguments(p, args, list(DEFAULT_CONTENDERS))
+    if args.training:
+        return args
     quick = args.quick
     if args.multiagent:
         args.envs = [MULTIAGENT_ENVS[0]] if quick else list(MULTIAGENT_ENVS)
@@ -408,6 +413,8 @@ def env_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.training:
+        return training.main(args, argv)
     # Gymnasium and EnvPool warn about float64 box bounds and the like on every construction.
     warnings.filterwarnings("ignore")
     if args.table or args.plot:
