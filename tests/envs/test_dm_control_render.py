@@ -9,7 +9,6 @@ dm_control's side runs in a child process whose environment has MUJOCO_GL=egl: t
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _egl import run_egl_child
 
 import fastvec
 
@@ -66,15 +66,7 @@ pickle.dump(out, open(sys.argv[2], "wb"))
 
 def dm_control_frames(tmp_path: Path, jobs: list[tuple]) -> list[list[np.ndarray]]:
     """What DM_CONTROL_FRAMES draws for ``jobs``, in a child process with MUJOCO_GL=egl."""
-    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))
-    subprocess.run(
-        [sys.executable, "-c", DM_CONTROL_FRAMES, str(tmp_path / "jobs.pkl"), str(tmp_path / "frames.pkl")],
-        check=True,
-        env={**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"},
-        cwd=OUTSIDE_TREE,
-        timeout=600,
-    )
-    return pickle.loads((tmp_path / "frames.pkl").read_bytes())
+    return run_egl_child(DM_CONTROL_FRAMES, jobs, tmp_path, timeout=600)
 
 
 def random_actions(env_id: str, steps: int, num_envs: int, seed: int) -> np.ndarray:

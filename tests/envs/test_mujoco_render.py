@@ -10,7 +10,6 @@ mujoco.egl would set for the whole process): this one's is left alone.
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from _egl import egl_env, run_egl_child
 
 import fastvec
 from fastvec.registry import family_ids
@@ -61,21 +61,9 @@ pickle.dump(out, open(sys.argv[2], "wb"))
 """
 
 
-def gl_env(**extra: str) -> dict[str, str]:
-    """This process's environment for a child that renders with mujoco.egl."""
-    return {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl", **extra}
-
-
 def gymnasium_frames(tmp_path: Path, jobs: list[tuple]) -> list[list[np.ndarray]]:
     """What GYMNASIUM_FRAMES draws for ``jobs``, in a child process."""
-    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps((jobs, CHECKPOINTS)))
-    subprocess.run(
-        [sys.executable, "-c", GYMNASIUM_FRAMES, str(tmp_path / "jobs.pkl"), str(tmp_path / "frames.pkl")],
-        check=True,
-        env=gl_env(),
-        timeout=200,
-    )
-    return pickle.loads((tmp_path / "frames.pkl").read_bytes())
+    return run_egl_child(GYMNASIUM_FRAMES, (jobs, CHECKPOINTS), tmp_path, timeout=200)
 
 
 def random_actions(env_id: str, steps: int, num_envs: int, seed: int) -> np.ndarray:
@@ -343,7 +331,7 @@ def test_gymnasiums_context_is_restored():
     again: gymnasium's OffScreenViewer, which makes its context current only once, goes on drawing right."""
     run = subprocess.run(
         [sys.executable, "-c", INTERLEAVED],
-        env=gl_env(),
+        env=egl_env(),
         cwd=OUTSIDE_TREE,
         capture_output=True,
         text=True,

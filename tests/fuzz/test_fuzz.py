@@ -1569,9 +1569,17 @@ class MujocoMachine(PoolMachine):
     exact_actions = True
     reward_dtype = np.float64
     background_calls = 100
+    # What DmControlMachine changes: the ids; the options drawn beside num_threads, block_size and seed (each left
+    # out, or drawn from its strategy); and _draw_dependent_options, for those that depend on the env or each other.
+    env_ids: tuple[str, ...] = ("Hopper-v5", "InvertedPendulum-v5")
+    options: tuple[tuple[str, st.SearchStrategy], ...] = (
+        ("max_episode_steps", st.integers(1, 30)),
+        ("frame_skip", st.integers(1, 6)),
+        ("reset_noise_scale", st.floats(0.0, 0.5)),
+    )
 
     def _draw_config(self, data):
-        env_id = data.draw(st.sampled_from(["Hopper-v5", "InvertedPendulum-v5"]), label="env")
+        env_id = data.draw(st.sampled_from(self.env_ids), label="env")
         n = data.draw(st.integers(1, 6), label="num_envs")
         kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
         batch = draw_batch_size(data, n)
@@ -1581,20 +1589,24 @@ class MujocoMachine(PoolMachine):
         for name, strategy in (
             ("num_threads", st.integers(1, 3)),
             ("block_size", st.sampled_from(divisors)),
-            ("max_episode_steps", st.integers(1, 30)),
             ("seed", st.integers(0, 2**64 - 2**16)),
-            ("frame_skip", st.integers(1, 6)),
-            ("reset_noise_scale", st.floats(0.0, 0.5)),
+            *self.options,
         ):
             value = data.draw(st.one_of(st.none(), strategy), label=name)
             if value is not None:
                 kwargs[name] = value
+        kwargs.update(self._draw_dependent_options(data, env_id))
+        return env_id, n, kwargs
+
+    def _draw_dependent_options(self, data, env_id: str) -> dict[str, Any]:
+        """Hopper's health options (InvertedPendulum has none)."""
+        kwargs: dict[str, Any] = {}
         if env_id == "Hopper-v5":
             if data.draw(st.booleans(), label="set healthy_z_range"):
                 kwargs["healthy_z_range"] = tuple(sorted(data.draw(st.tuples(st.floats(0, 2), st.floats(0, 2)))))
             if data.draw(st.booleans(), label="set terminate_when_unhealthy"):
                 kwargs["terminate_when_unhealthy"] = data.draw(st.booleans())
-        return env_id, n, kwargs
+        return kwargs
 
     def _draw_bad_make(self, data):
         n = data.draw(st.integers(1, 4), label="num_envs")
@@ -1651,31 +1663,18 @@ class DmControlMachine(MujocoMachine):
     """Native dm_control pools (Dict observations of named float64 arrays, a scalar one among the walker's; or one
     Box with flat_observation): the walker, and the cartpole with its short time limits, with their options."""
 
-    def _draw_config(self, data):
-        env_id = data.draw(st.sampled_from(["WalkerWalk-v1", "CartpoleSwingup-v1"]), label="env")
-        n = data.draw(st.integers(1, 6), label="num_envs")
-        kwargs: dict[str, Any] = {"autoreset_mode": data.draw(st.sampled_from(MODES), label="mode")}
-        batch = draw_batch_size(data, n)
-        if batch is not None:
-            kwargs["batch_size"] = batch
-        divisors = [d for d in range(1, n + 1) if n % d == 0 and (batch or n) % d == 0]
-        for name, strategy in (
-            ("num_threads", st.integers(1, 3)),
-            ("block_size", st.sampled_from(divisors)),
-            ("seed", st.integers(0, 2**64 - 2**16)),
-            ("flat_observation", st.booleans()),
-        ):
-            value = data.draw(st.one_of(st.none(), strategy), label=name)
-            if value is not None:
-                kwargs[name] = value
-        # the episode's limit in steps, or dm_control's in seconds (1 to 30 steps of 0.01 s or 0.025 s): both are
-        # refused, as the same limit given twice
+    env_ids = ("WalkerWalk-v1", "CartpoleSwingup-v1")
+    options = (("flat_observation", st.booleans()),)
+
+    def _draw_dependent_options(self, data, env_id: str) -> dict[str, Any]:
+        """The episode's limit in steps, or dm_control's in seconds (1 to 30 steps of 0.01 s or 0.025 s): not both,
+        which are refused as the same limit given twice."""
         limit = data.draw(st.sampled_from([None, "max_episode_steps", "time_limit"]), label="limit")
         if limit == "max_episode_steps":
-            kwargs[limit] = data.draw(st.integers(1, 30), label=limit)
-        elif limit == "time_limit":
-            kwargs[limit] = data.draw(st.floats(0.01, 0.3), label=limit)
-        return env_id, n, kwargs
+            return {limit: data.draw(st.integers(1, 30), label=limit)}
+        if limit == "time_limit":
+            return {limit: data.draw(st.floats(0.01, 0.3), label=limit)}
+        return {}
 
     def _draw_bad_make(self, data):
         n = data.draw(st.integers(1, 4), label="num_envs")
