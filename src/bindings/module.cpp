@@ -22,7 +22,6 @@
 #ifdef FASTVEC_WITH_XLA
 #include "xla_ffi.hpp"
 #endif
-#include "envs/mpe/numpy_exp.hpp"
 #include "envs/numpy_unary.hpp"
 #ifdef FASTVEC_WITH_ATARI
 #include "envs/atari/atari.hpp"
@@ -90,12 +89,11 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "set_numpy_exp",
       [](uintptr_t loop, uintptr_t data) {
-        fastvec::envs::mpe::numpy_exp_data.store(reinterpret_cast<void*>(data), std::memory_order_relaxed);
-        fastvec::envs::mpe::numpy_exp_loop.store(reinterpret_cast<fastvec::envs::mpe::NumpyLoop>(loop),
-                                                 std::memory_order_relaxed);
+        fastvec::envs::numpy_exp.set(reinterpret_cast<fastvec::envs::NumpyUnary::Loop>(loop),
+                                     reinterpret_cast<void*>(data));
       },
       py::arg("loop"), py::arg("data"),
-      "numpy's float64 exp loop (its address and data), for the MPE envs' np.exp; set by fastvec when it is "
+      "numpy's float64 exp loop (its address and data), for the MPE and dm_control envs' np.exp; set by fastvec when it is "
       "imported (fastvec._numpy_loops).");
 
   m.def(

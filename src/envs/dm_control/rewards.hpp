@@ -1,6 +1,6 @@
 #pragma once
 // dm_control's rewards.tolerance and its sigmoids, with numpy's roundings in numpy's order.
-// Reference: dm_control/utils/rewards.py. np.exp is numpy's own loop (envs/mpe/numpy_exp.hpp: on AVX-512 CPUs
+// Reference: dm_control/utils/rewards.py. np.exp is numpy's own loop (envs/numpy_unary.hpp: on AVX-512 CPUs
 // it differs from libm's exp). A square is x * x for an array's element but libm's pow(x, 2) for a numpy float64
 // scalar (a task passes one or the other: Arg). The sigmoids' scales, computed once from value_at_margin, and
 // cosh, cos and tanh use libm: numpy agrees for the sigmoids and values the tasks here use (their parity tests
@@ -10,7 +10,7 @@
 #include <numbers>
 #include <stdexcept>
 
-#include "envs/mpe/numpy_exp.hpp"
+#include "envs/numpy_unary.hpp"
 #include "envs/mujoco/simulation.hpp"
 
 namespace fastvec::envs::dm_control {
@@ -74,7 +74,7 @@ class Tolerance {
   double sigmoid(double x, Arg arg) const {
     switch (sigmoid_) {
       case Sigmoid::kGaussian: {
-        return mpe::numpy_exp(-0.5 * square(x * scale_, arg));
+        return numpy_exp(-0.5 * square(x * scale_, arg));
       }
       case Sigmoid::kHyperbolic:
         return 1 / std::cosh(x * scale_);

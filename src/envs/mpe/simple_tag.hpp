@@ -1,7 +1,7 @@
 #pragma once
 // simple_tag_v3, a port of mpe2 1.1.1's mpe2/simple_tag/simple_tag.py: slower adversaries chase faster good
 // agents among obstacles; +10 to every adversary for each catch, -10 to the caught, and the good agents
-// penalized for leaving the screen (its np.exp is numpy's, numpy_exp.hpp).
+// penalized for leaving the screen (screen_penalty, world.hpp).
 
 #include <algorithm>
 #include <string>
@@ -10,7 +10,6 @@
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
-#include "envs/mpe/numpy_exp.hpp"
 #include "envs/mpe/world.hpp"
 
 namespace fastvec::envs::mpe {

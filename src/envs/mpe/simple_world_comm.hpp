@@ -10,7 +10,6 @@
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
-#include "envs/mpe/numpy_exp.hpp"
 #include "envs/mpe/world.hpp"
 
 namespace fastvec::envs::mpe {

@@ -20,6 +20,7 @@
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/numpy_unary.hpp"
 
 namespace fastvec::envs::mpe {
 
@@ -65,6 +66,15 @@ inline double logaddexp0(double y) {
   if (tmp > 0) return x + std::log1p(std::exp(-tmp));
   if (tmp <= 0) return y + std::log1p(std::exp(tmp));
   return tmp;
+}
+
+// simple_tag's and simple_world_comm's bound(x): a good agent's penalty for being x out on an axis (leaving the
+// screen): 0 below 0.9, linear to 1, then min(np.exp(2 * x - 2), 10), np.exp being numpy's own loop.
+inline double screen_penalty(double x) {
+  if (x < 0.9) return 0;
+  if (x < 1.0) return (x - 0.9) * 10;
+  const double e = numpy_exp(2 * x - 2);
+  return 10 < e ? 10 : e;
 }
 
 // sqrt(np.sum(np.square(a - b))) of two 2-vectors.

@@ -3,63 +3,22 @@
 // Barto, Example 6.6): a 4x12 grid, the cliff sending the walker back to the start for -100.
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/options.hpp"
-#include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/toy_text/tabular.hpp"
 
 namespace fastvec::envs {
 
-class CliffWalking {
+class CliffWalking : public TabularEnv {
  public:
-  using Obs = int64_t;
-  using Action = int32_t;
-  using Reward = double;
-
   static core::OptionTable options() { return table(false); }
 
-  static core::Spec spec(const core::Options&) {
-    core::Spec s;
-    s.obs_discrete = {kRows * kCols};
-    s.obs_low = {0};
-    s.obs_high = {kRows * kCols - 1};
-    s.num_actions = 4;
-    s.step_cost_ns = 5;
-    s.info = {{.name = "prob", .type = core::InfoField::Type::kFloat64}};
-    s.info_masks = true;
-    s.render_state_size = 2;
-    return s;
-  }
+  static core::Spec spec(const core::Options&) { return tabular_spec(kRows * kCols, 4); }
 
-  CliffWalking(int n, const core::Options& o) : model_(build(o.flag("is_slippery"))), s_(n), prob_(n), last_action_(n), rng_(n) {}
-
-  void reset(int i, core::Pcg64& rng) {
-    rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
-    s_[i] = model_->sample_initial(rng);
-    prob_[i] = 1.0;
-    last_action_[i] = -1;
-  }
-
-  core::BasicStepResult<double> step(int i, const Action* a) noexcept {
-    const Outcome& o = model_->sample(s_[i], *a, *rng_[i]);
-    s_[i] = o.next;
-    prob_[i] = o.prob;
-    last_action_[i] = *a;
-    return {o.reward, o.terminated};
-  }
-
-  void write_obs(int i, Obs* out) const { *out = s_[i]; }
-  void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
-  void write_info(int i, std::byte* out) const noexcept { std::memcpy(out, &prob_[i], sizeof(double)); }
-  // For gymnasium's class to draw: its s and lastaction (-1: None).
-  void write_render_state(int i, int64_t* out) const {
-    out[0] = s_[i];
-    out[1] = last_action_[i];
-  }
+  CliffWalking(int n, const core::Options& o) : TabularEnv(n, build(o.flag("is_slippery"))) {}
 
  protected:
   static core::OptionTable table(bool slippery) {
@@ -91,12 +50,6 @@ class CliffWalking {
     model->set_initial(initial);
     return model;
   }
-
-  std::shared_ptr<const TabularModel> model_;
-  std::vector<Obs> s_;
-  std::vector<double> prob_;
-  std::vector<int8_t> last_action_;
-  std::vector<core::Pcg64*> rng_;
 };
 
 // CliffWalkingSlippery-v1: is_slippery by default.

@@ -2,27 +2,22 @@
 // FrozenLake-v1 and FrozenLake8x8-v1, a port of gymnasium/envs/toy_text/frozen_lake.py: the same transition
 // table (desc or map_name, is_slippery, success_rate), sampled with the same draws.
 
-#include <cstdlib>
-#include <cstring>
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/options.hpp"
-#include "core/rng.hpp"
 #include "core/spec.hpp"
 #include "envs/toy_text/tabular.hpp"
 
 namespace fastvec::envs {
 
-class FrozenLake {
+class FrozenLake : public TabularEnv {
  public:
-  using Obs = int64_t;
-  using Action = int32_t;
-  using Reward = double;
-
   static core::OptionTable options() { return table("4x4"); }
 
   // The map's rows, from desc (its lines) or map_name; std::invalid_argument naming the option.
@@ -79,43 +74,10 @@ class FrozenLake {
   static core::Spec spec(const core::Options& o) {
     const std::vector<std::string> rows = map(o);
     (void)reward_schedule(o);  // checked when the pool is made
-    core::Spec s;
-    s.obs_discrete = {static_cast<int64_t>(rows.size() * rows[0].size())};
-    s.obs_low = {0};
-    s.obs_high = {static_cast<double>(s.obs_discrete[0] - 1)};
-    s.num_actions = 4;
-    s.step_cost_ns = 5;
-    s.info = {{.name = "prob", .type = core::InfoField::Type::kFloat64}};
-    s.info_masks = true;
-    s.render_state_size = 2;
-    return s;
+    return tabular_spec(static_cast<int64_t>(rows.size() * rows[0].size()), 4);
   }
 
-  FrozenLake(int n, const core::Options& o) : model_(build(o)), s_(n), prob_(n), last_action_(n), rng_(n) {}
-
-  void reset(int i, core::Pcg64& rng) {
-    rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
-    s_[i] = model_->sample_initial(rng);
-    prob_[i] = 1.0;
-    last_action_[i] = -1;
-  }
-
-  core::BasicStepResult<double> step(int i, const Action* a) noexcept {
-    const Outcome& o = model_->sample(s_[i], *a, *rng_[i]);
-    s_[i] = o.next;
-    prob_[i] = o.prob;
-    last_action_[i] = *a;
-    return {o.reward, o.terminated};
-  }
-
-  void write_obs(int i, Obs* out) const { *out = s_[i]; }
-  void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
-  void write_info(int i, std::byte* out) const noexcept { std::memcpy(out, &prob_[i], sizeof(double)); }
-  // For gymnasium's class to draw: its s and lastaction (-1: None).
-  void write_render_state(int i, int64_t* out) const {
-    out[0] = s_[i];
-    out[1] = last_action_[i];
-  }
+  FrozenLake(int n, const core::Options& o) : TabularEnv(n, build(o)) {}
 
  protected:
   static core::OptionTable table(const char* map_name) {
@@ -165,12 +127,6 @@ class FrozenLake {
     model->set_initial(initial);
     return model;
   }
-
-  std::shared_ptr<const TabularModel> model_;
-  std::vector<Obs> s_;
-  std::vector<double> prob_;
-  std::vector<int8_t> last_action_;
-  std::vector<core::Pcg64*> rng_;
 };
 
 // FrozenLake8x8-v1: map_name "8x8" by default.

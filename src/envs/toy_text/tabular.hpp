@@ -11,9 +11,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/rng.hpp"
+#include "core/spec.hpp"
 
 namespace fastvec::envs {
 
@@ -68,6 +72,65 @@ class TabularModel {
   int num_actions_;
   std::vector<Cell> cells_;
   std::vector<double> initial_cumsum_;
+};
+
+// The envs' common part: a block of n walkers over one shared table, each with its state s, the last draw's prob
+// (info's "prob"), the last action and the pool's generator. An env derives from it, passing its table, and keeps
+// only its options, its spec and its table's construction (Taxi adds to reset, step and the info).
+class TabularEnv {
+ public:
+  using Obs = int64_t;
+  using Action = int32_t;
+  using Reward = double;
+
+  void reset(int i, core::Pcg64& rng) {
+    rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
+    s_[i] = model_->sample_initial(rng);
+    prob_[i] = 1.0;
+    last_action_[i] = -1;
+  }
+
+  core::BasicStepResult<double> step(int i, const Action* a) noexcept {
+    const Outcome& o = model_->sample(s_[i], *a, *rng_[i]);
+    s_[i] = o.next;
+    prob_[i] = o.prob;
+    last_action_[i] = static_cast<int8_t>(*a);
+    return {o.reward, o.terminated};
+  }
+
+  void write_obs(int i, Obs* out) const { *out = s_[i]; }
+  void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
+  void write_info(int i, std::byte* out) const noexcept { std::memcpy(out, &prob_[i], sizeof(double)); }
+  // For gymnasium's class to draw: its s and lastaction (-1: None).
+  void write_render_state(int i, int64_t* out) const {
+    out[0] = s_[i];
+    out[1] = last_action_[i];
+  }
+
+ protected:
+  TabularEnv(int n, std::shared_ptr<const TabularModel> model)
+      : model_(std::move(model)), s_(n), prob_(n), last_action_(n), rng_(n) {}
+
+  // The spec they share: Discrete(num_states) observations, Discrete(num_actions) actions, info's prob, and
+  // write_render_state's two values.
+  static core::Spec tabular_spec(int64_t num_states, int num_actions) {
+    core::Spec s;
+    s.obs_discrete = {num_states};
+    s.obs_low = {0};
+    s.obs_high = {static_cast<double>(num_states - 1)};
+    s.num_actions = num_actions;
+    s.step_cost_ns = 5;
+    s.info = {{.name = "prob", .type = core::InfoField::Type::kFloat64}};
+    s.info_masks = true;
+    s.render_state_size = 2;
+    return s;
+  }
+
+  std::shared_ptr<const TabularModel> model_;
+  std::vector<Obs> s_;
+  std::vector<double> prob_;
+  std::vector<int8_t> last_action_;
+  std::vector<core::Pcg64*> rng_;
 };
 
 }  // namespace fastvec::envs

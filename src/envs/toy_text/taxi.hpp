@@ -4,6 +4,7 @@
 // gymnasium 1.2's Taxi-v3; Taxi<4> gymnasium 1.3's Taxi-v4, which fixes is_rainy's lateral moves (their directions,
 // walls, and none where the intended move is blocked) and adds rainy_probability and fickle_probability.
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -17,14 +18,10 @@
 namespace fastvec::envs {
 
 template <int kVersion>
-class Taxi {
+class Taxi : public TabularEnv {
   static_assert(kVersion == 3 || kVersion == 4);
 
  public:
-  using Obs = int64_t;
-  using Action = int32_t;
-  using Reward = double;
-
   static core::OptionTable options() {
     using K = core::OptionSpec::Kind;
     core::OptionTable t = {{.name = "is_rainy", .kind = K::kBool, .fallback = 0},
@@ -37,70 +34,51 @@ class Taxi {
   }
 
   static core::Spec spec(const core::Options&) {
-    core::Spec s;
-    s.obs_discrete = {500};
-    s.obs_low = {0};
-    s.obs_high = {499};
-    s.num_actions = 6;
-    s.step_cost_ns = 5;
-    s.info = {{.name = "prob", .type = core::InfoField::Type::kFloat64},
-              {.name = "action_mask", .type = core::InfoField::Type::kInt8, .size = 6}};
-    s.info_masks = true;
+    core::Spec s = tabular_spec(500, 6);
+    s.info.push_back({.name = "action_mask", .type = core::InfoField::Type::kInt8, .size = 6});
     s.render_state_size = 3;
     return s;
   }
 
   Taxi(int n, const core::Options& o)
-      : model_(build(o.flag("is_rainy"), kVersion == 4 ? o.get("rainy_probability") : 0.8)),
+      : TabularEnv(n, build(o.flag("is_rainy"), kVersion == 4 ? o.get("rainy_probability") : 0.8)),
         fickle_passenger_(o.flag("fickle_passenger")),
-        fickle_probability_(kVersion == 4 ? o.get("fickle_probability") : 0.3), s_(n), prob_(n), fickle_step_(n),
-        last_action_(n), orientation_(n), rng_(n) {}
+        fickle_probability_(kVersion == 4 ? o.get("fickle_probability") : 0.3), fickle_step_(n), orientation_(n) {}
 
   void reset(int i, core::Pcg64& rng) {
-    rng_[i] = &rng;  // the pool's generator of env i, at one address for the pool's life: steps draw from it too
-    s_[i] = model_->sample_initial(rng);
-    prob_[i] = 1.0;
-    last_action_[i] = -1;
+    TabularEnv::reset(i, rng);
     orientation_[i] = 0;
     fickle_step_[i] = fickle_passenger_ && rng.next_double() < fickle_probability_;
   }
 
   core::BasicStepResult<double> step(int i, const Action* a) noexcept {
-    core::Pcg64& rng = *rng_[i];
-    const Outcome& o = model_->sample(s_[i], *a, rng);
-    int64_t s = o.next;
+    const int64_t from = s_[i];
+    const core::BasicStepResult<double> result = TabularEnv::step(i, a);
+    if (*a < 4) orientation_[i] = static_cast<int8_t>(*a);
     if (fickle_passenger_ && fickle_step_[i]) {
       // The passenger, in the taxi since the last step, changes destination once the taxi has moved.
-      const State was = decode(s_[i]), now = decode(s);
+      const State was = decode(from), now = decode(s_[i]);
       if (was.pass == 4 && (now.row != was.row || now.col != was.col)) {
         fickle_step_[i] = false;
-        int64_t k = rng.integers(3);  // np_random.choice of the three other destinations
+        int64_t k = rng_[i]->integers(3);  // np_random.choice of the three other destinations
         const int dest = static_cast<int>(k >= was.dest ? k + 1 : k);
-        s = encode(now.row, now.col, now.pass, dest);
+        s_[i] = encode(now.row, now.col, now.pass, dest);
       }
     }
-    s_[i] = s;
-    prob_[i] = o.prob;
-    last_action_[i] = static_cast<int8_t>(*a);
-    if (*a < 4) orientation_[i] = static_cast<int8_t>(*a);
-    return {o.reward, o.terminated};
+    return result;
   }
-
-  void write_obs(int i, Obs* out) const { *out = s_[i]; }
-  void write_obs_block(int n, Obs* out) const noexcept { std::memcpy(out, s_.data(), sizeof(Obs) * n); }
 
   // For gymnasium's class to draw: its s, lastaction (-1: None) and taxi_orientation (which its render sets to a
   // move's direction: the last move's, when every step is drawn).
   void write_render_state(int i, int64_t* out) const {
-    out[0] = s_[i];
-    out[1] = last_action_[i];
+    TabularEnv::write_render_state(i, out);
     out[2] = orientation_[i];
   }
 
   // prob, then the reference's action_mask(s): the moves that leave the cell, pickup where the passenger
   // waits, dropoff at any stand with the passenger aboard.
   void write_info(int i, std::byte* out) const noexcept {
-    std::memcpy(out, &prob_[i], sizeof(double));
+    TabularEnv::write_info(i, out);
     const State t = decode(s_[i]);
     int8_t mask[6] = {t.row < 4, t.row > 0, t.col < 4 && kMap[t.row + 1][2 * t.col + 2] == ':',
                       t.col > 0 && kMap[t.row + 1][2 * t.col] == ':', 0, 0};
@@ -254,14 +232,10 @@ class Taxi {
     }
   }
 
-  std::shared_ptr<const TabularModel> model_;
   bool fickle_passenger_;
   double fickle_probability_;
-  std::vector<Obs> s_;
-  std::vector<double> prob_;
   std::vector<uint8_t> fickle_step_;
-  std::vector<int8_t> last_action_, orientation_;
-  std::vector<core::Pcg64*> rng_;
+  std::vector<int8_t> orientation_;
 };
 
 }  // namespace fastvec::envs
