@@ -30,11 +30,13 @@ TASKS = {
     "ManipulatorBringBall-v1": ("manipulator", "bring_ball"),
     "ReacherEasy-v1": ("reacher", "easy"),
     "FishSwim-v1": ("fish", "swim"),
+    "QuadrupedEscape-v1": ("quadruped", "escape"),
 }
 OUTSIDE_TREE = tempfile.gettempdir()  # (as test_mujoco_render.py's children: the tree would shadow fastvec)
 
 # Run in a child process: for each job (domain, task, seeds, actions of shape (steps, envs, ...), render_kwargs,
-# pixels, checkpoints), each env's frames after its reset and after the steps in checkpoints (None: every step):
+# pixels, checkpoints, episodes), each env's frames after its reset and after the steps in checkpoints (None: every
+# step), episodes times over (each episode reset anew and given the same actions; the task's random state goes on):
 # physics.render(**render_kwargs), or with pixels the observations of pixels.Wrapper(render_kwargs=...).
 DM_CONTROL_FRAMES = """
 import pickle, sys
@@ -43,7 +45,7 @@ from dm_control import suite
 from dm_control.suite.wrappers import pixels as pixels_wrapper
 jobs = pickle.load(open(sys.argv[1], "rb"))
 out = []
-for domain, task, seeds, actions, render_kwargs, pixels, checkpoints in jobs:
+for domain, task, seeds, actions, render_kwargs, pixels, checkpoints, episodes in jobs:
     per_env = []
     for i, seed in enumerate(seeds):
         env = suite.load(domain, task, task_kwargs={"random": seed})
@@ -53,11 +55,13 @@ for domain, task, seeds, actions, render_kwargs, pixels, checkpoints in jobs:
             frame = lambda ts: ts.observation["pixels"]
         else:
             frame = lambda ts: env.physics.render(**render_kwargs)
-        frames = [frame(env.reset())]
-        for t, a in enumerate(actions[:, i], 1):
-            ts = env.step(a)
-            if checkpoints is None or t in checkpoints:
-                frames.append(frame(ts))
+        frames = []
+        for _ in range(episodes):
+            frames.append(frame(env.reset()))
+            for t, a in enumerate(actions[:, i], 1):
+                ts = env.step(a)
+                if checkpoints is None or t in checkpoints:
+                    frames.append(frame(ts))
         per_env.append(np.stack(frames))
     out.append(per_env)
 pickle.dump(out, open(sys.argv[2], "wb"))
@@ -81,16 +85,21 @@ def assert_same_frames(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert not len(differ), f"{what}: {len(differ)} pixels differ from dm_control's, the first at {differ[0]}"
 
 
-def fastvec_render_frames(env_id: str, kwargs: dict, seed: int, actions: np.ndarray, checkpoints) -> np.ndarray:
-    """Each env's frames (env.render()) after the reset and after the steps in checkpoints: (envs, k, H, W, 3)."""
+def fastvec_render_frames(
+    env_id: str, kwargs: dict, seed: int, actions: np.ndarray, checkpoints, episodes: int = 1
+) -> np.ndarray:
+    """Each env's frames (env.render()) after the reset and after the steps in checkpoints, episodes times over
+    (reset with the seed, then without): (envs, k, H, W, 3)."""
     n = actions.shape[1]
+    frames = []
     with fastvec.make(env_id, num_envs=n, render_mode="rgb_array", **kwargs) as env:
-        env.reset(seed=seed)
-        frames = [np.stack(env.render())]
-        for t, a in enumerate(actions, 1):
-            env.step(a)
-            if t in checkpoints:
-                frames.append(np.stack(env.render()))
+        for episode in range(episodes):
+            env.reset(seed=seed if episode == 0 else None)
+            frames.append(np.stack(env.render()))
+            for t, a in enumerate(actions, 1):
+                env.step(a)
+                if t in checkpoints:
+                    frames.append(np.stack(env.render()))
     return np.stack(frames, axis=1)
 
 
@@ -114,7 +123,7 @@ def test_render_frames_are_dm_controls(tmp_path):
     jobs, ours = [], []
     for k, (env_id, kwargs) in enumerate(RENDER_CASES):
         actions = random_actions(env_id, steps, 2, k)
-        jobs.append((*TASKS[env_id], [seed, seed + 1], actions, kwargs, False, checkpoints))
+        jobs.append((*TASKS[env_id], [seed, seed + 1], actions, kwargs, False, checkpoints, 1))
         ours.append(fastvec_render_frames(env_id, kwargs, seed, actions, checkpoints))
     theirs = dm_control_frames(tmp_path, jobs)
     for (env_id, kwargs), got, want in zip(RENDER_CASES, ours, theirs, strict=True):
@@ -125,14 +134,17 @@ def test_render_frames_are_dm_controls(tmp_path):
         assert not np.array_equal(got[0, 0], got[0, -1]), f"{env_id}: the frames do not move"
 
 
-def pixel_episode(env_id: str, kwargs: dict, seed: int, actions: np.ndarray, **pool) -> np.ndarray:
-    """Each env's pixel observations over the actions (sync pool): (envs, steps + 1, H, W, 3)."""
+def pixel_episode(env_id: str, kwargs: dict, seed: int, actions: np.ndarray, episodes: int = 1, **pool) -> np.ndarray:
+    """Each env's pixel observations over the actions (sync pool), episodes times over (reset with the seed, then
+    without): (envs, episodes * (steps + 1), H, W, 3)."""
+    frames = []
     with fastvec.make(env_id, num_envs=actions.shape[1], from_pixels=True, **kwargs, **pool) as env:
-        obs, _ = env.reset(seed=seed)
-        frames = [obs["pixels"]]
-        for a in actions:
-            obs, *_ = env.step(a)
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=seed if episode == 0 else None)
             frames.append(obs["pixels"])
+            for a in actions:
+                obs, *_ = env.step(a)
+                frames.append(obs["pixels"])
     return np.stack(frames, axis=1)
 
 
@@ -152,7 +164,7 @@ def test_pixel_observations_are_pixels_wrappers_over_an_episode(tmp_path):
     jobs, ours = [], []
     for k, (env_id, kwargs, steps, n) in enumerate(cases):
         actions = random_actions(env_id, steps, n, 10 + k)
-        jobs.append((*TASKS[env_id], list(range(seed, seed + n)), actions, kwargs, True, None))
+        jobs.append((*TASKS[env_id], list(range(seed, seed + n)), actions, kwargs, True, None, 1))
         ours.append(pixel_episode(env_id, kwargs, seed, actions, num_threads=2))
     theirs = dm_control_frames(tmp_path, jobs)
     for (env_id, kwargs, _, n), got, want in zip(cases, ours, theirs, strict=True):
@@ -168,7 +180,7 @@ def test_pixel_observations_short(tmp_path):
     actions = random_actions("CartpoleSwingup-v1", 5, 2, 1)
     kwargs = {"height": 48, "width": 64}
     got = pixel_episode("CartpoleSwingup-v1", kwargs, 9, actions)
-    (want,) = dm_control_frames(tmp_path, [(*TASKS["CartpoleSwingup-v1"], [9, 10], actions, kwargs, True, None)])
+    (want,) = dm_control_frames(tmp_path, [(*TASKS["CartpoleSwingup-v1"], [9, 10], actions, kwargs, True, None, 1)])
     for i in range(2):
         for t in range(6):
             assert_same_frames(got[i, t], want[i][t], f"CartpoleSwingup env {i} step {t}")
@@ -192,7 +204,7 @@ def test_fish_target_is_not_drawn_where_dm_control_draws_it(tmp_path):
     actions = random_actions("FishSwim-v1", 1, 1, 1)
     got = fastvec_render_frames("FishSwim-v1", {"height": 48, "width": 64}, 9, actions, ())
     (want,) = dm_control_frames(
-        tmp_path, [(*TASKS["FishSwim-v1"], [9], actions, {"height": 48, "width": 64}, False, ())]
+        tmp_path, [(*TASKS["FishSwim-v1"], [9], actions, {"height": 48, "width": 64}, False, (), 1)]
     )
     assert_same_frames(got[0, 0], want[0][0], "FishSwim reset")
 
@@ -243,16 +255,33 @@ def test_bad_frame_options_are_refused():
         assert obs["pixels"].shape == (2, 8, 8, 3) and obs["pixels"].any()
 
 
-def test_quadruped_escape_refuses_frames_it_would_draw_wrong():
-    """Escape redraws its terrain into each env's model at every reset, which dm_control uploads to its renderer
-    again and fastvec's renderer does not (yet): frames of it are refused, the task itself steps on."""
-    with pytest.raises(ValueError, match="from_pixels: QuadrupedEscape-v1 has no frames yet"):
-        fastvec.make("QuadrupedEscape-v1", num_envs=1, from_pixels=True)
-    with fastvec.make("QuadrupedEscape-v1", num_envs=1, render_mode="rgb_array") as env:
-        env.reset(seed=0)
-        with pytest.raises(ValueError, match="QuadrupedEscape-v1 has no frames yet"):
-            env.render()
-        env.step(np.zeros((1, *env.single_action_space.shape)))
+def test_quadruped_escape_frames_follow_each_terrain_across_resets(tmp_path):
+    """Escape redraws its terrain into each env's model at every reset (dm_control uploads it to its renderer
+    again): two envs (seeds 7 and 8) over two episodes, render() (the free camera: the whole bowl, both envs drawn
+    by one thread, each with its own terrain) and pixel observations (the tracking camera 0, two worker threads)
+    equal dm_control's pixel for pixel after each reset, the second one's terrain a new one, and some steps on."""
+    seed, checkpoints, steps = 7, (3,), 3
+    actions = random_actions("QuadrupedEscape-v1", steps, 2, 2)
+    render_kwargs, pixel_kwargs = {"height": 96, "width": 128}, {"height": 48, "width": 64, "camera_id": 0}
+    rendered = fastvec_render_frames("QuadrupedEscape-v1", render_kwargs, seed, actions, checkpoints, episodes=2)
+    pixels = pixel_episode("QuadrupedEscape-v1", pixel_kwargs, seed, actions, episodes=2, num_threads=2)
+    task = TASKS["QuadrupedEscape-v1"]
+    want_rendered, want_pixels = dm_control_frames(
+        tmp_path,
+        [
+            (*task, [seed, seed + 1], actions, render_kwargs, False, checkpoints, 2),
+            (*task, [seed, seed + 1], actions, pixel_kwargs, True, None, 2),
+        ],
+    )
+    for i in range(2):
+        for j in range(len(want_rendered[i])):
+            assert_same_frames(rendered[i, j], want_rendered[i][j], f"QuadrupedEscape render env {i} frame {j}")
+        for j in range(len(want_pixels[i])):
+            assert_same_frames(pixels[i, j], want_pixels[i][j], f"QuadrupedEscape pixels env {i} frame {j}")
+    # The terrain shows: each env's first reset draws another bowl than its second, and than the other env's.
+    first, second = 0, len(checkpoints) + 1
+    assert (rendered[0, first] != rendered[0, second]).any(axis=-1).mean() > 0.05
+    assert (rendered[0, first] != rendered[1, first]).any(axis=-1).mean() > 0.05
 
 
 MISSING_EGL = """

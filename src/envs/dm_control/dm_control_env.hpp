@@ -150,7 +150,6 @@ class DmControlEnv {
 
   // Env i's frame (spec().render_shape), as its Physics.render(height, width, camera_id) draws it.
   void render(int i, uint8_t* out) {
-    if constexpr (requires { T::kNoFrames; }) throw std::invalid_argument(T::kNoFrames);
     frames_.render(physics_.model(i), physics_.data(i), out);
   }
 

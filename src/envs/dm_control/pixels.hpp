@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "core/options.hpp"
@@ -60,7 +59,6 @@ class DmControlPixels {
 
   // (std::runtime_error saying what to install if this process cannot render)
   DmControlPixels(int n, const core::Options& o) : env_(n, o) {
-    if constexpr (requires { T::kNoFrames; }) throw std::invalid_argument(std::string("from_pixels: ") + T::kNoFrames);
     mujoco::check_can_render();
   }
 

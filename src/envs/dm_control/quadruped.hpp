@@ -134,17 +134,13 @@ class Move {
 };
 
 // Escape: out of a bowl of random bumps, a heightfield each env redraws at reset into its own model (hfield_data:
-// physics reads it). Not drawn: a renderer uploads a model's heightfield once, where dm_control uploads it again
-// at every reset; until frames.hpp does the same, the task refuses frames (kNoFrames).
+// physics reads it, and the renderer uploads it again where its context holds another: render.hpp).
 class Escape {
  public:
   static constexpr const char* kModel = "quadruped_escape.xml";
   static constexpr double kTimeLimit = 20;
   static constexpr double kControlTimestep = .02;
   static constexpr bool kModelPerEnv = true;
-  static constexpr const char* kNoFrames =
-      "QuadrupedEscape-v1 has no frames yet (render_mode='rgb_array', from_pixels): its terrain is redrawn at "
-      "every reset, and fastvec's renderer does not upload it again as dm_control does";
 
   explicit Escape(const mjModel& m)
       : common_(m),

@@ -206,8 +206,39 @@ class ThreadGl {
 
   EGLContext handle() const { return context_; }
 
-  // The mjrContext of model m with a buffer of width x height in this thread's context, which is current.
-  mjrContext& context(const std::shared_ptr<const mjModel>& m, int width, int height) {
+  // The mjrContext of model m with a buffer of width x height in this thread's context, which is current, its
+  // heightfields those of `drawn` (m, or a copy of m whose task rewrote them, as dm_control's escape redraws its
+  // terrain at every reset and uploads it again): a heightfield whose data differs from what this context last
+  // uploaded is uploaded again (mjr_uploadHField). The context draws whichever env its thread renders, so what
+  // it holds is compared at each frame rather than uploaded at the env's reset, which may run on another thread.
+  mjrContext& context(const std::shared_ptr<const mjModel>& m, int width, int height, const mjModel& drawn) {
+    Entry& entry = find(m, width, height);
+    if (drawn.nhfielddata != static_cast<mjtSize>(entry.hfield.size()))
+      throw std::logic_error("MuJoCo rendering: a model drawn with another's context has other heightfields");
+    for (int h = 0; h < drawn.nhfield; ++h) {
+      const size_t begin = static_cast<size_t>(drawn.hfield_adr[h]);
+      const size_t size = static_cast<size_t>(drawn.hfield_nrow[h]) * static_cast<size_t>(drawn.hfield_ncol[h]);
+      float* uploaded = entry.hfield.data() + begin;
+      if (std::memcmp(uploaded, drawn.hfield_data + begin, size * sizeof(float)) == 0) continue;
+      catching_errors([&] { mjr_uploadHField(&drawn, &entry.con, h); });
+      std::copy_n(drawn.hfield_data + begin, size, uploaded);
+    }
+    return entry.con;
+  }
+
+ private:
+  struct Entry {
+    Entry(const std::shared_ptr<const mjModel>& m, int w, int h)
+        : model(m), width(w), height(h), hfield(m->hfield_data, m->hfield_data + m->nhfielddata) {
+      mjr_defaultContext(&con);
+    }
+    std::weak_ptr<const mjModel> model;
+    int width, height;
+    mjrContext con;
+    std::vector<float> hfield;  // the heightfields' data con holds: all of them, as in mjModel's hfield_data
+  };
+
+  Entry& find(const std::shared_ptr<const mjModel>& m, int width, int height) {
     std::erase_if(entries_, [](const std::unique_ptr<Entry>& entry) {
       if (!entry->model.expired()) return false;
       free_context(entry->con);
@@ -216,7 +247,7 @@ class ThreadGl {
     for (const std::unique_ptr<Entry>& entry : entries_) {
       if (!entry->model.owner_before(m) && !m.owner_before(entry->model) && entry->width == width &&
           entry->height == height)
-        return entry->con;
+        return *entry;
     }
     Entry& entry = *entries_.emplace_back(std::make_unique<Entry>(m, width, height));
     try {
@@ -232,18 +263,8 @@ class ThreadGl {
       entries_.pop_back();
       throw;
     }
-    return entry.con;
+    return entry;
   }
-
- private:
-  struct Entry {
-    Entry(const std::shared_ptr<const mjModel>& m, int w, int h) : model(m), width(w), height(h) {
-      mjr_defaultContext(&con);
-    }
-    std::weak_ptr<const mjModel> model;
-    int width, height;
-    mjrContext con;
-  };
 
   void make() {
     const Egl& e = egl();
@@ -334,7 +355,7 @@ Renderer::~Renderer() {
 void Renderer::render(const mjModel& m, mjData& d, mjvCamera& cam, uint8_t* out) {
   ThreadGl& gl = ThreadGl::get();
   const CurrentContext current(gl);
-  mjrContext& con = gl.context(model_, buffer_width_, buffer_height_);
+  mjrContext& con = gl.context(model_, buffer_width_, buffer_height_, m);
   if (!scene_made_) {
     catching_errors([&] { mjv_makeScene(model_.get(), &scene_, max_geom_); });
     scene_made_ = true;

@@ -11,8 +11,9 @@
 // size (MuJoCo's copy of the model's meshes and textures, and the offscreen framebuffer). Both live in a
 // thread_local object, freed by the thread itself: when it exits (a pool's workers, when the pool closes), and,
 // for the mjrContexts of models that no one holds any more, at its next frame (a long-lived thread, such as the
-// Python thread that calls render()). A Renderer (its scene) belongs to whoever renders with it, one thread at a
-// time, as a block of envs does.
+// Python thread that calls render()). Beside each mjrContext, the thread keeps the heightfields' data it last
+// uploaded there, to upload again the ones an env has rewritten since (render()). A Renderer (its scene) belongs
+// to whoever renders with it, one thread at a time, as a block of envs does.
 
 #include <mujoco/mujoco.h>
 
@@ -45,8 +46,10 @@ class Renderer {
   // std::runtime_error saying what to install when EGL is missing or unusable; core::EnvError for MuJoCo's errors.
   void render(mjData& d, mjvCamera& cam, uint8_t* out) { render(*model_, d, cam, out); }
   // The same, with the scene drawn from m: the renderer's model or a copy of it that differs only in what the
-  // scene reads (a dm_control env's own model, whose task moved a target), not in meshes or textures, which the
-  // renderer's model has uploaded.
+  // scene reads (a dm_control env's own model, whose task moved a target) or in its heightfields' data (escape's
+  // terrain, redrawn at reset), not in meshes or textures, which the renderer's model has uploaded. A heightfield
+  // whose data differs from what this thread's context holds is uploaded again first (mjr_uploadHField, as
+  // dm_control's escape does after it redraws its terrain), so a thread drawing several envs draws each one's.
   void render(const mjModel& m, mjData& d, mjvCamera& cam, uint8_t* out);
 
   int width() const { return width_; }
