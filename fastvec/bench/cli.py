@@ -489,16 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if load["busy"]:
         lines.append("WARNING: BUSY MACHINE, results are not trustworthy: " + "; ".join(load["busy_reasons"]))
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(doc, f, indent=2)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(text, end="")
-        print(f"written: {os.path.join(args.out, 'results.md')}, results.json and the plots", file=sys.stderr)
+    report.write_run(args.out, "results", "\n".join(lines) + "\n", doc, args.json, also=" and the plots")
     return 0
 
 

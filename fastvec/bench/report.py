@@ -3,8 +3,10 @@ lines that say which machine and load the numbers come from."""
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -527,3 +529,18 @@ def docs_tables(doc: dict[str, Any]) -> str:
         lines.append(markdown_table(contenders, sizes, grid, memory, mem_envs, here.get("usable_cores")))
         lines += ratio_tables(contenders, sizes, grid, multiagent)[0]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_run(out: str, name: str, text: str, doc: dict[str, Any], as_json: bool, also: str = "") -> None:
+    """A run's markdown and JSON written into ``out`` as NAME.md and NAME.json; on stdout the JSON (``as_json``)
+    or the markdown, and on stderr what was written (``also``: what else the run wrote there)."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(text, end="")
+        print(f"written: {os.path.join(out, name + '.md')}, {name}.json{also}", file=sys.stderr)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import functools
-import json
 import logging
 import os
 import shlex
@@ -529,15 +528,5 @@ def main(args: argparse.Namespace, argv: list[str] | None) -> int:
         "wall_seconds": elapsed,
         "rows": docs,
     }
-    text = "\n".join(lines) + "\n"
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "training.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(args.out, "training.json"), "w") as f:
-        json.dump(doc, f, indent=2)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(text, end="")
-        print(f"written: {os.path.join(args.out, 'training.md')} and training.json", file=sys.stderr)
+    report.write_run(args.out, "training", "\n".join(lines) + "\n", doc, args.json)
     return 0
