@@ -117,9 +117,8 @@ class Taxi : public TabularEnv {
             const int64_t s = encode(row, col, pass, dest);
             if (pass < 4 && pass != dest) initial[s] += 1;
             for (int a = 0; a < 6; ++a) {
-              if (!rainy) dry_outcomes(*model, row, col, pass, dest, a);
-              else if constexpr (kVersion == 3) rainy_outcomes_v3(*model, row, col, pass, dest, a);
-              else rainy_outcomes_v4(*model, row, col, pass, dest, a, rainy_probability);
+              if (rainy) rainy_outcomes(*model, row, col, pass, dest, a, rainy_probability);
+              else dry_outcomes(*model, row, col, pass, dest, a);
             }
           }
     for (double& p : initial) p /= 300.0;
@@ -155,67 +154,44 @@ class Taxi : public TabularEnv {
     m.add(encode(row, col, pass, dest), a, {1.0, encode(new_row, new_col, x.pass, dest), x.reward, x.terminated});
   }
 
-  // Taxi-v3's _calc_new_position (its offset included, as it is).
-  static std::array<int, 2> moved_v3(int row, int col, int dr, int dc, int offset) {
+  // Where a rainy move of heading (dr, dc) lands the taxi. Taxi-v3's _calc_new_position checks the map's character
+  // at `offset` (2 for the left turn, 0 for the right, as it is); Taxi-v4's stops east and west moves at the map's
+  // walls, north and south only at its edge.
+  static std::array<int, 2> moved(int row, int col, int dr, int dc, int offset) {
     const int r = std::max(0, std::min(row + dr, 4)), c = std::max(0, std::min(col + dc, 4));
-    if (kMap[1 + r][2 * c + offset] == ':') return {r, c};
-    return {row, col};
-  }
-
-  static void rainy_outcomes_v3(TabularModel& m, int row, int col, int pass, int dest, int a) {
-    static constexpr int kMoves[4][3][2] = {{{1, 0}, {0, -1}, {0, 1}},
-                                            {{-1, 0}, {0, -1}, {0, 1}},
-                                            {{0, 1}, {1, 0}, {-1, 0}},
-                                            {{0, -1}, {1, 0}, {-1, 0}}};
-    int new_row = row, new_col = col;
-    std::array<int, 2> left{row, col}, right{row, col};
-    Exchange x{pass, -1, false};
-    if (a == 0 || a == 1 || (a == 2 && kMap[1 + row][2 * col + 2] == ':') ||
-        (a == 3 && kMap[1 + row][2 * col] == ':')) {
-      new_row = std::max(0, std::min(row + kMoves[a][0][0], 4));
-      new_col = std::max(0, std::min(col + kMoves[a][0][1], 4));
-      left = moved_v3(row, col, kMoves[a][1][0], kMoves[a][1][1], 2);
-      right = moved_v3(row, col, kMoves[a][2][0], kMoves[a][2][1], 0);
-    } else if (a == 4) {
-      x = pickup(row, col, pass);
-    } else if (a == 5) {
-      x = dropoff(row, col, pass, dest);
-    }
-    const int64_t s = encode(row, col, pass, dest), intended = encode(new_row, new_col, x.pass, dest);
-    if (a <= 3) {
-      m.add(s, a, {0.8, intended, -1, x.terminated});
-      m.add(s, a, {0.1, encode(left[0], left[1], x.pass, dest), -1, x.terminated});
-      m.add(s, a, {0.1, encode(right[0], right[1], x.pass, dest), -1, x.terminated});
+    if constexpr (kVersion == 3) {
+      if (kMap[1 + r][2 * c + offset] == ':') return {r, c};
+      return {row, col};
     } else {
-      m.add(s, a, {1.0, intended, x.reward, x.terminated});
+      if (dc == 1 && kMap[1 + r][2 * c] != ':') return {row, col};
+      if (dc == -1 && kMap[1 + r][2 * c + 2] != ':') return {row, col};
+      return {r, c};
     }
   }
 
-  // Taxi-v4's _calc_new_position: east and west moves stop at the wall characters of the map, north and south
-  // only at its edge.
-  static std::array<int, 2> moved_v4(int row, int col, int dr, int dc) {
-    const int r = std::max(0, std::min(row + dr, 4)), c = std::max(0, std::min(col + dc, 4));
-    if (dc == 1 && kMap[1 + r][2 * c] != ':') return {row, col};
-    if (dc == -1 && kMap[1 + r][2 * c + 2] != ':') return {row, col};
-    return {r, c};
-  }
-
-  // Taxi-v4's _build_rainy_transitions: (forward, left, right) of each heading; no drift where the intended move
-  // is blocked (a wall, the edge), then all three outcomes stay put.
-  static void rainy_outcomes_v4(TabularModel& m, int row, int col, int pass, int dest, int a, double p) {
-    static constexpr int kMoves[4][3][2] = {{{1, 0}, {0, 1}, {0, -1}},
-                                            {{-1, 0}, {0, -1}, {0, 1}},
-                                            {{0, 1}, {-1, 0}, {1, 0}},
-                                            {{0, -1}, {1, 0}, {-1, 0}}};
+  // The reference's _build_rainy_transitions: the intended move with probability p, each lateral one with the rest
+  // halved (Taxi-v3: 0.8, 0.1, 0.1 as written; Taxi-v4: (1 - p) / 2, rounding and all). Its (forward, left, right)
+  // of each heading: Taxi-v4 fixed v3's turns, and lets nothing drift where the intended move is blocked (a wall,
+  // the edge: all three outcomes stay), where v3 let north and south moves at the edge drift.
+  static void rainy_outcomes(TabularModel& m, int row, int col, int pass, int dest, int a, double p) {
+    static constexpr int kMovesV3[4][3][2] = {{{1, 0}, {0, -1}, {0, 1}},
+                                              {{-1, 0}, {0, -1}, {0, 1}},
+                                              {{0, 1}, {1, 0}, {-1, 0}},
+                                              {{0, -1}, {1, 0}, {-1, 0}}};
+    static constexpr int kMovesV4[4][3][2] = {{{1, 0}, {0, 1}, {0, -1}},
+                                              {{-1, 0}, {0, -1}, {0, 1}},
+                                              {{0, 1}, {-1, 0}, {1, 0}},
+                                              {{0, -1}, {1, 0}, {-1, 0}}};
+    const auto& moves = kVersion == 3 ? kMovesV3 : kMovesV4;
+    const bool vertical = kVersion == 3 ? (a == 0 || a == 1) : ((a == 0 && row < 4) || (a == 1 && row > 0));
     int new_row = row, new_col = col;
     std::array<int, 2> left{row, col}, right{row, col};
     Exchange x{pass, -1, false};
-    if ((a == 0 && row < 4) || (a == 1 && row > 0) || (a == 2 && kMap[1 + row][2 * col + 2] == ':') ||
-        (a == 3 && kMap[1 + row][2 * col] == ':')) {
-      new_row = std::max(0, std::min(row + kMoves[a][0][0], 4));
-      new_col = std::max(0, std::min(col + kMoves[a][0][1], 4));
-      left = moved_v4(row, col, kMoves[a][1][0], kMoves[a][1][1]);
-      right = moved_v4(row, col, kMoves[a][2][0], kMoves[a][2][1]);
+    if (vertical || (a == 2 && kMap[1 + row][2 * col + 2] == ':') || (a == 3 && kMap[1 + row][2 * col] == ':')) {
+      new_row = std::max(0, std::min(row + moves[a][0][0], 4));
+      new_col = std::max(0, std::min(col + moves[a][0][1], 4));
+      left = moved(row, col, moves[a][1][0], moves[a][1][1], 2);
+      right = moved(row, col, moves[a][2][0], moves[a][2][1], 0);
     } else if (a == 4) {
       x = pickup(row, col, pass);
     } else if (a == 5) {
@@ -223,7 +199,7 @@ class Taxi : public TabularEnv {
     }
     const int64_t s = encode(row, col, pass, dest), intended = encode(new_row, new_col, x.pass, dest);
     if (a <= 3) {
-      const double lateral = (1.0 - p) / 2.0;  // the reference's _rainy_lateral_probability, rounding and all
+      const double lateral = kVersion == 3 ? 0.1 : (1.0 - p) / 2.0;
       m.add(s, a, {p, intended, -1, x.terminated});
       m.add(s, a, {lateral, encode(left[0], left[1], x.pass, dest), -1, x.terminated});
       m.add(s, a, {lateral, encode(right[0], right[1], x.pass, dest), -1, x.terminated});
