@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import pickle
-import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from _egl import run_egl_child
 
 import fastvec
 from fastvec import dm_control_models, dm_control_tasks
@@ -567,11 +564,7 @@ def test_escape_with_dm_controls_renderer(tmp_path):
     with fastvec.make("QuadrupedEscape-v1", num_envs=1) as env:
         space = env.single_action_space
         actions = np.random.default_rng(seed).uniform(space.low, space.high, (steps, *space.shape))
-        (tmp_path / "in.pkl").write_bytes(pickle.dumps((seed, actions)))
-        gl = {**os.environ, "MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
-        child = [sys.executable, "-c", ESCAPE_WITH_RENDERER, str(tmp_path / "in.pkl"), str(tmp_path / "out.pkl")]
-        subprocess.run(child, check=True, env=gl, cwd=tmp_path, timeout=200)
-        want = pickle.loads((tmp_path / "out.pkl").read_bytes())
+        want = run_egl_child(ESCAPE_WITH_RENDERER, (seed, actions), tmp_path, timeout=200)
         obs, _ = env.reset(seed=seed)
         assert_obs(obs, 0, want[0][0], "reset")
         for t, a in enumerate(actions, 1):
