@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -96,7 +97,13 @@ def test_training_options_are_checked():
         (["--training", "--envs", "Pong-v5"], "--training trains on CartPole-v1 with 8 envs"),
         (["--torch-threads", "1"], "--torch-threads applies to --training only"),
     ):
+        # From outside the checkout: `python -m` puts the cwd first on sys.path, and the checkout's fastvec/ has
+        # no built extension where fastvec was installed from it (as CI installs it).
         run = subprocess.run(
-            [sys.executable, "-m", "fastvec", "bench", *bad], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "fastvec", "bench", *bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tempfile.gettempdir(),
         )
         assert run.returncode == 2 and says in run.stderr, (bad, run.stderr)
