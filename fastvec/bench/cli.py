@@ -38,12 +38,13 @@ from fastvec.bench import machine, measure, report, training
 from fastvec.bench.contenders import CONTENDERS, Contender, contender, import_packages, select
 from fastvec.bench.machine import BUSY_OTHER_SHARE
 from fastvec.bench.measure import Cell
-from fastvec.bench.work import ATARI, DM_CONTROL_ENVS, is_atari, is_dm_control, is_mujoco, is_multiagent
+from fastvec.bench.work import ATARI, DM_CONTROL_ENVS, is_atari, is_box2d, is_dm_control, is_mujoco, is_multiagent
 
 DEFAULT_ENVS = ("CartPole-v1", "Pong-v5")
 DEFAULT_NUM_ENVS = (1, 8, 256, 4096)
 ATARI_NUM_ENVS = (1, 8, 32)  # Atari's default sweep: an emulator per env, each loading its ROM
 MUJOCO_NUM_ENVS = (1, 8, 32)  # MuJoCo's: thousands of steps/s per env, where CartPole does millions
+BOX2D_NUM_ENVS = (1, 8, 256)  # Box2D's: tens of thousands; 4096 would be thousands of processes for the Python rows
 QUICK_NUM_ENVS = (8, 256)
 # --multiagent: an MPE env (native and in the Python-env pool) and a Python-only PettingZoo env. Not in the default
 # run (~35 minutes): with RLlib's runners (seconds a sample() call) and a process per env at 256 envs, it would add
@@ -138,8 +139,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--num-envs",
         type=int,
         nargs="+",
-        help="num_envs values (default: 1 8 256 4096; Atari, MuJoCo and dm_control: 1 8 32; multi-agent: 8 64 256, "
-        "with --quick 8 64)",
+        help="num_envs values (default: 1 8 256 4096; Atari, MuJoCo and dm_control: 1 8 32; Box2D: 1 8 256; "
+        "multi-agent: 8 64 256, with --quick 8 64)",
     )
     p.add_argument("--seconds", type=float, help="timed seconds per measurement (default 2)")
     p.add_argument("--reps", type=int, help="interleaved repetitions per contender (default 3)")
@@ -243,14 +244,16 @@ def contention_text(count: int) -> str:
 
 
 def sizes_of(args: argparse.Namespace, env_id: str) -> list[int]:
-    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's, MuJoCo's and
-    dm_control's are shorter, the multi-agent envs' their own)."""
+    """The num_envs to run ``env_id`` at: the ones given, else the default sweep (Atari's, MuJoCo's, dm_control's
+    and Box2D's are shorter, the multi-agent envs' their own)."""
     if args.sizes_given:
         return sorted(set(args.num_envs))
     if is_multiagent(env_id):
         return list(QUICK_MULTIAGENT_NUM_ENVS if args.quick else MULTIAGENT_NUM_ENVS)
     if is_atari(env_id):
         return list(ATARI_NUM_ENVS)
+    if is_box2d(env_id):
+        return list(BOX2D_NUM_ENVS)
     return list(MUJOCO_NUM_ENVS) if is_mujoco(env_id) or is_dm_control(env_id) else sorted(set(args.num_envs))
 
 
@@ -361,6 +364,13 @@ def env_report(
             "timing; the episodes end on the env's own terminations and at its limit. fastvec, gymnasium and "
             "EnvPool reset an env on the step after its episode ended (next-step autoreset): that step steps no "
             "physics but counts; SB3 and the same-step rows reset within the step that ended it.",
+            "",
+        ]
+    if is_box2d(env_id):
+        lines += [
+            f"Box2D: gymnasium's {env_id} at its defaults on every contender (EnvPool: its own {env_id}), with "
+            "uniformly random actions (within the action bounds where they are continuous), drawn before timing; "
+            "the episodes end on the env's own terminations and at its limit.",
             "",
         ]
     if is_dm_control(env_id):

@@ -14,7 +14,6 @@ from fastvec.bench.work import (
     ATARI_MAX_STEPS,
     actions_for,
     classic_only,
-    discrete_actions,
     gymnasium_env_only,
     is_atari,
     is_dm_control,
@@ -84,10 +83,10 @@ def make_fastvec_envpool(env_id: str, num_envs: int, asynchronous: bool) -> Runn
         raise NotAvailable("no toy text in fastvec.envpool (fastvec.make has it)")
     else:
         classic_only(env_id)
-    actions = discrete_actions(num_envs, np.int64, env_id)  # as the fastvec rows: the front door's cost alone
+    # the same actions as the fastvec rows: the front door's cost alone
     if asynchronous:
         env = fastvec.envpool.make(env_id, env_type="gymnasium", batch_size=num_envs // 2, **kwargs)
-        return AsyncRunner(env, actions, num_envs // 2)
+        return AsyncRunner(env, actions_for(env_id, env.action_space, num_envs, np.int64), num_envs // 2)
     env = fastvec.envpool.make(env_id, env_type="gymnasium", **kwargs)
     env.reset()
-    return SyncRunner(env, env.step, actions, num_envs, env.close)
+    return SyncRunner(env, env.step, actions_for(env_id, env.action_space, num_envs, np.int64), num_envs, env.close)

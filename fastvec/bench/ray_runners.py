@@ -19,6 +19,7 @@ from fastvec.bench.work import (
     discrete_actions,
     gym_atari_kwargs,
     is_atari,
+    is_box2d,
     is_mujoco,
     is_multiagent,
     parallel_env,
@@ -300,6 +301,8 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
     import ray
 
     classic_only(env_id)
+    if is_box2d(env_id):
+        raise NotAvailable("not wired for this env")  # its actors take int actions
     if not ray.is_initialized():
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
 
@@ -325,4 +328,4 @@ def make_ray_actors(env_id: str, num_envs: int) -> Runner:
         for a in actors:
             ray.kill(a)
 
-    return SyncRunner(actors, step, discrete_actions(num_envs, np.int64), num_envs, close)
+    return SyncRunner(actors, step, discrete_actions(num_envs, np.int64, env_id), num_envs, close)

@@ -1,6 +1,6 @@
-"""The work every contender does, so that their rows compare: which envs (classic control, toy text, gymnasium's
-MuJoCo v5, Atari, the DeepMind Control Suite, multi-agent PettingZoo envs), Atari's settings, and the uniformly
-random actions each draws before timing."""
+"""The work every contender does, so that their rows compare: which envs (classic control, toy text, Box2D,
+gymnasium's MuJoCo v5, Atari, the DeepMind Control Suite, multi-agent PettingZoo envs), Atari's settings, and the
+uniformly random actions each draws before timing."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ CLASSIC_ENVS = ("CartPole-v1",)
 # EnvPool 1.2.5 too (CliffWalking-v1 under its older id, ENVPOOL_IDS), every Python row as gymnasium's classes.
 TOY_TEXT_ENVS = family_ids("toy_text")
 ENVPOOL_IDS = {"CliffWalking-v1": "CliffWalking-v0"}
+# gymnasium's Box2D envs (LunarLander-v3, BipedalWalker-v3, ...) at their defaults: fastvec runs them natively,
+# EnvPool 1.2.5 natively under the same ids, every Python row as gymnasium's classes.
+BOX2D_ENVS = family_ids("box2d")
 # gymnasium's MuJoCo v5 envs: fastvec runs them natively, and EnvPool 1.2.5 has each as the same v5 (frame skip,
 # observation, action bounds and episode limit checked equal to gymnasium's: 1000 steps, Pusher 100, Reacher 50).
 # Every contender steps the env as gymnasium makes it, with uniformly random actions within its bounds.
@@ -72,9 +75,8 @@ def is_dm_control(env_id: str) -> bool:
     return env_id in DM_CONTROL_ENVS
 
 
-def is_continuous(env_id: str) -> bool:
-    """Whether ``env_id``'s actions are a Box (MuJoCo, dm_control), drawn by :func:`actions_for` within it."""
-    return is_mujoco(env_id) or is_dm_control(env_id)
+def is_box2d(env_id: str) -> bool:
+    return env_id in BOX2D_ENVS
 
 
 def is_multiagent(env_id: str) -> bool:
@@ -132,16 +134,17 @@ def shimmy_env(env_id: str) -> Any:
 
 
 def classic_only(env_id: str) -> None:
-    """Refuses all but classic control and toy text (gymnasium's cheap envs, which every library makes alike)."""
-    if env_id not in CLASSIC_ENVS and not is_toy_text(env_id):
+    """Refuses all but classic control, toy text and Box2D (gymnasium's envs that every library makes alike at their
+    defaults)."""
+    if env_id not in CLASSIC_ENVS and not is_toy_text(env_id) and not is_box2d(env_id):
         raise NotAvailable("not wired for this env")
 
 
 def gymnasium_env_only(env_id: str) -> None:
     """Refuses Atari, whose preprocessing each library wires its own way (the Python-env pool is not wired for
-    it); classic control, toy text and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work
+    it); classic control, toy text, Box2D and MuJoCo are the env ``gymnasium.make(env_id)`` makes, the same work
     everywhere."""
-    if env_id not in CLASSIC_ENVS and not is_toy_text(env_id) and not is_mujoco(env_id):
+    if not (env_id in CLASSIC_ENVS or is_toy_text(env_id) or is_box2d(env_id) or is_mujoco(env_id)):
         raise NotAvailable("not wired for this env")
 
 
@@ -163,11 +166,12 @@ def gym_atari_kwargs() -> dict[str, Any]:
     }
 
 
-def discrete_actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1") -> np.ndarray:
-    """Uniformly random actions, drawn before timing (CartPole: 2 actions; a toy-text env: its Discrete's; an
-    Atari game: its minimal set)."""
+def discrete_actions(num_envs: int, dtype: type, env_id: str = "CartPole-v1", n: int | None = None) -> np.ndarray:
+    """Uniformly random actions, drawn before timing (CartPole: 2 actions; a toy-text or Box2D env: its
+    Discrete's; an Atari game: its minimal set), out of ``n`` where the caller has its space."""
     rng = np.random.default_rng(12345)
-    return rng.integers(0, _num_actions(env_id), size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
+    n = _num_actions(env_id) if n is None else n
+    return rng.integers(0, n, size=(NUM_ACTION_ROWS, num_envs)).astype(dtype)
 
 
 def _box_actions(space: Any, num_envs: int) -> np.ndarray:
@@ -183,9 +187,11 @@ def _box_actions(space: Any, num_envs: int) -> np.ndarray:
 
 
 def actions_for(env_id: str, space: Any, num_envs: int, discrete: type) -> np.ndarray:
-    """A contender's actions: within its Box (in the Box's dtype) for MuJoCo and dm_control, else
-    :func:`discrete_actions` in ``discrete``."""
-    return _box_actions(space, num_envs) if is_continuous(env_id) else discrete_actions(num_envs, discrete, env_id)
+    """A contender's actions, by its own action space: within a Box (in the Box's dtype: MuJoCo, dm_control,
+    BipedalWalker), else :func:`discrete_actions` in ``discrete``."""
+    if hasattr(space, "n"):
+        return discrete_actions(num_envs, discrete, env_id, int(space.n))
+    return _box_actions(space, num_envs)
 
 
 def multiagent_actions(spaces: dict[str, Any], num_envs: int) -> list[dict[str, np.ndarray]]:
@@ -209,10 +215,10 @@ def multiagent_actions(spaces: dict[str, Any], num_envs: int) -> list[dict[str, 
 def _num_actions(env_id: str) -> int:
     import gymnasium as gym
 
-    if is_toy_text(env_id):
-        toy_space = gym.make(env_id).action_space
-        assert isinstance(toy_space, gym.spaces.Discrete)
-        return int(toy_space.n)
+    if is_toy_text(env_id) or is_box2d(env_id):
+        space = gym.make(env_id).action_space
+        assert isinstance(space, gym.spaces.Discrete)
+        return int(space.n)
     if not is_atari(env_id):
         return 2
 

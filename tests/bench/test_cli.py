@@ -677,3 +677,44 @@ def test_running_in_a_source_tree_says_what_to_do(tmp_path):
     assert "a directory without its compiled module (fastvec._core)" in run.stderr
     assert "Run from another directory, or install fastvec in editable mode" in run.stderr
     assert "circular import" not in run.stderr
+
+
+@pytest.mark.box2d
+def test_bench_steps_box2d_with_each_contenders_own_actions():
+    """Box2D rows: LunarLander's Discrete(4) and BipedalWalker's Box(4) actions drawn from each contender's own
+    action space (they were CartPole's two actions, and BipedalWalker's rows failed on the shape), the
+    headline and the 1/8/256 sweep; the per-env Ray actors, which take int actions, are not wired for it."""
+    from fastvec.bench import cli, contenders
+    from fastvec.bench.runners import NotAvailable
+
+    for env_id in ("LunarLander-v3", "BipedalWalker-v3"):
+        for key in (
+            "fastvec",
+            "fastvec-async",
+            "fastvec-python",
+            "fastvec-envpool",
+            "gym-sync",
+            "sb3-dummy",
+            "ceiling",
+        ):
+            runner = contenders.contender(key).build(env_id, 2)
+            runner.warm_up(0.02)
+            assert runner.timed(0.05)["steps_per_s"] > 0, (env_id, key)
+            runner.close()
+        assert cli.sizes_of(cli.parse_args(["--envs", env_id]), env_id) == [1, 8, 256]
+    with pytest.raises(NotAvailable, match="not wired"):
+        contenders.contender("ray-actors").build("BipedalWalker-v3", 2)
+
+
+def test_discrete_actions_come_from_the_contenders_own_space():
+    import gymnasium as gym
+    import numpy as np
+
+    from fastvec.bench import work
+
+    actions = work.actions_for("LunarLander-v3", gym.spaces.Discrete(4), 8, np.int32)
+    assert actions.shape == (work.NUM_ACTION_ROWS, 8) and actions.dtype == np.int32
+    assert set(np.unique(actions)) == {0, 1, 2, 3}
+    np.testing.assert_array_equal(actions, work.discrete_actions(8, np.int32, "LunarLander-v3", 4))
+    box = work.actions_for("BipedalWalker-v3", gym.spaces.Box(-1, 1, (4,), np.float32), 8, np.int32)
+    assert box.shape == (work.NUM_ACTION_ROWS, 8, 4) and box.dtype == np.float32 and abs(box).max() <= 1
