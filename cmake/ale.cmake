@@ -4,42 +4,14 @@
 #
 # The sdist comes from FASTVEC_ALE_SDIST (a cache variable, or the
 # environment variable of that name) when set: offline builds and CI caches.
-# Otherwise pip downloads it into the build tree. Either way its SHA-256 is
-# checked against the pinned one.
+# Otherwise pip downloads it into the build tree (cmake/sdist.cmake).
 
 # FASTVEC_ALE_VERSION comes from pyproject.toml's pin (CMakeLists.txt); this is
 # the SHA-256 of that release's sdist on PyPI.
 set(FASTVEC_ALE_SHA256 c503d574c5983e1063b451201ccb779d935919c0f6bf116fb0f4f8aa4c86d249)
-set(FASTVEC_ALE_SDIST "$ENV{FASTVEC_ALE_SDIST}" CACHE FILEPATH
-    "Path to ale_py-${FASTVEC_ALE_VERSION}.tar.gz (downloaded with pip when empty)")
-
 set(_ale_root "${CMAKE_BINARY_DIR}/_ale")
-if(FASTVEC_ALE_SDIST)
-  set(_ale_sdist "${FASTVEC_ALE_SDIST}")
-else()
-  set(_ale_sdist "${_ale_root}/ale_py-${FASTVEC_ALE_VERSION}.tar.gz")
-  if(NOT EXISTS "${_ale_sdist}")
-    message(STATUS "fastvec: downloading the ale-py ${FASTVEC_ALE_VERSION} sdist from PyPI with pip")
-    # --no-build-isolation: pip reads the sdist's metadata with the
-    # scikit-build-core already in this build environment.
-    execute_process(
-      COMMAND "${Python_EXECUTABLE}" -m pip download --no-deps --no-binary ale-py --no-build-isolation
-              --disable-pip-version-check -d "${_ale_root}" "ale-py==${FASTVEC_ALE_VERSION}"
-      RESULT_VARIABLE _ale_rc OUTPUT_VARIABLE _ale_out ERROR_VARIABLE _ale_out)
-    if(NOT _ale_rc EQUAL 0 OR NOT EXISTS "${_ale_sdist}")
-      message(FATAL_ERROR "fastvec: could not download the ale-py ${FASTVEC_ALE_VERSION} sdist with pip:\n${_ale_out}\n"
-                          "Download it yourself (pip download --no-deps --no-binary ale-py ale-py==${FASTVEC_ALE_VERSION}) "
-                          "and set FASTVEC_ALE_SDIST to the file, or build without Atari (-DFASTVEC_ATARI=OFF).")
-    endif()
-  endif()
-endif()
-
-file(SHA256 "${_ale_sdist}" _ale_hash)
-if(NOT _ale_hash STREQUAL FASTVEC_ALE_SHA256)
-  message(FATAL_ERROR "fastvec: ${_ale_sdist} has SHA-256 ${_ale_hash}, expected ${FASTVEC_ALE_SHA256} "
-                      "(ale-py ${FASTVEC_ALE_VERSION} from PyPI)")
-endif()
-
+fastvec_pypi_sdist(_ale_sdist ale-py ${FASTVEC_ALE_VERSION} ale_py-${FASTVEC_ALE_VERSION}.tar.gz
+                   ${FASTVEC_ALE_SHA256} FASTVEC_ALE_SDIST FASTVEC_ATARI "${_ale_root}")
 set(_ale_src "${_ale_root}/ale_py-${FASTVEC_ALE_VERSION}/src")
 if(NOT EXISTS "${_ale_root}/extracted-${FASTVEC_ALE_SHA256}")
   file(REMOVE_RECURSE "${_ale_root}/ale_py-${FASTVEC_ALE_VERSION}")
@@ -73,19 +45,8 @@ find_package(ZLIB REQUIRED)
 add_library(fastvec_ale STATIC ${_ale_sources})
 target_include_directories(fastvec_ale SYSTEM PUBLIC "${_ale_src}" "${_ale_root}/gen")
 target_compile_features(fastvec_ale PUBLIC cxx_std_17)
-# ALE enables LTO; without it the link takes half the time, at no measurable
-# cost. Hidden visibility keeps ALE's symbols out of the extension's exports.
-set_target_properties(fastvec_ale PROPERTIES
-  POSITION_INDEPENDENT_CODE ON
-  INTERPROCEDURAL_OPTIMIZATION OFF
-  CXX_VISIBILITY_PRESET hidden
-  VISIBILITY_INLINES_HIDDEN ON)
-target_compile_options(fastvec_ale PRIVATE -O3 -w)
-if(FASTVEC_SANITIZER STREQUAL "address")
-  target_compile_options(fastvec_ale PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-elseif(FASTVEC_SANITIZER STREQUAL "thread")
-  target_compile_options(fastvec_ale PRIVATE -fsanitize=thread)
-endif()
+target_compile_options(fastvec_ale PRIVATE -O3)
+fastvec_third_party_library(fastvec_ale)  # (ALE's own build enables LTO: here it is off, as for Box2D)
 target_link_libraries(fastvec_ale PUBLIC ZLIB::ZLIB Threads::Threads)
 
 # Binaries built with ALE are GPL-2.0 combined works: ship ALE's licence with them.

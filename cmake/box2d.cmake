@@ -3,40 +3,14 @@
 # Box2D/ directory is the same in every sdist since 2.3.2. Box2D is zlib-licensed.
 #
 # The sdist comes from FASTVEC_BOX2D_SDIST (a cache variable, or the environment variable of that name) when
-# set: offline builds and CI caches. Otherwise pip downloads it into the build tree. Either way its SHA-256 is
-# checked against the pinned one.
+# set: offline builds and CI caches. Otherwise pip downloads it into the build tree (cmake/sdist.cmake).
 
 set(FASTVEC_BOX2D_VERSION 2.3.2)
 set(FASTVEC_BOX2D_SHA256 d1557dffdf9c1d6c796ec5df53e3d93227bb026c14b8411d22c295edaa2fb225)
-set(FASTVEC_BOX2D_SDIST "$ENV{FASTVEC_BOX2D_SDIST}" CACHE FILEPATH
-    "Path to Box2D-${FASTVEC_BOX2D_VERSION}.tar.gz (downloaded with pip when empty)")
-
 set(_box2d_root "${CMAKE_BINARY_DIR}/_box2d")
+fastvec_pypi_sdist(_box2d_sdist box2d ${FASTVEC_BOX2D_VERSION} Box2D-${FASTVEC_BOX2D_VERSION}.tar.gz
+                   ${FASTVEC_BOX2D_SHA256} FASTVEC_BOX2D_SDIST FASTVEC_BOX2D "${_box2d_root}")
 set(_box2d_name "Box2D-${FASTVEC_BOX2D_VERSION}")
-if(FASTVEC_BOX2D_SDIST)
-  set(_box2d_sdist "${FASTVEC_BOX2D_SDIST}")
-else()
-  set(_box2d_sdist "${_box2d_root}/${_box2d_name}.tar.gz")
-  if(NOT EXISTS "${_box2d_sdist}")
-    message(STATUS "fastvec: downloading the box2d ${FASTVEC_BOX2D_VERSION} sdist from PyPI with pip")
-    execute_process(
-      COMMAND "${Python_EXECUTABLE}" -m pip download --no-deps --no-binary box2d --no-build-isolation
-              --disable-pip-version-check -d "${_box2d_root}" "box2d==${FASTVEC_BOX2D_VERSION}"
-      RESULT_VARIABLE _box2d_rc OUTPUT_VARIABLE _box2d_out ERROR_VARIABLE _box2d_out)
-    if(NOT _box2d_rc EQUAL 0 OR NOT EXISTS "${_box2d_sdist}")
-      message(FATAL_ERROR "fastvec: could not download the box2d ${FASTVEC_BOX2D_VERSION} sdist with pip:\n${_box2d_out}\n"
-                          "Download it yourself (pip download --no-deps --no-binary box2d box2d==${FASTVEC_BOX2D_VERSION}) "
-                          "and set FASTVEC_BOX2D_SDIST to the file, or build without Box2D (-DFASTVEC_BOX2D=OFF).")
-    endif()
-  endif()
-endif()
-
-file(SHA256 "${_box2d_sdist}" _box2d_hash)
-if(NOT _box2d_hash STREQUAL FASTVEC_BOX2D_SHA256)
-  message(FATAL_ERROR "fastvec: ${_box2d_sdist} has SHA-256 ${_box2d_hash}, expected ${FASTVEC_BOX2D_SHA256} "
-                      "(box2d ${FASTVEC_BOX2D_VERSION} from PyPI)")
-endif()
-
 set(_box2d_src "${_box2d_root}/${_box2d_name}")
 # (the stamp names the edits below: a build tree extracted before an edit was added extracts again)
 set(_box2d_stamp "${_box2d_root}/extracted-${FASTVEC_BOX2D_SHA256}-thread-local-counters")
@@ -84,18 +58,9 @@ file(GLOB _box2d_sources CONFIGURE_DEPENDS
 
 add_library(fastvec_box2d STATIC ${_box2d_sources})
 target_include_directories(fastvec_box2d SYSTEM PUBLIC "${_box2d_src}")
-set_target_properties(fastvec_box2d PROPERTIES
-  POSITION_INDEPENDENT_CODE ON
-  INTERPROCEDURAL_OPTIMIZATION OFF
-  CXX_VISIBILITY_PRESET hidden
-  VISIBILITY_INLINES_HIDDEN ON)
 # pybox2d's arithmetic: its setup.py builds with Python's flags (-O3 -fwrapv -DNDEBUG), float32 Box2D, no
 # fast-math; its x86-64 wheel has no fused multiply-adds, which -ffp-contract=off guarantees here whatever -march.
-target_compile_options(fastvec_box2d PRIVATE -O3 -fwrapv -ffp-contract=off -DNDEBUG -w)
-if(FASTVEC_SANITIZER STREQUAL "address")
-  target_compile_options(fastvec_box2d PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-elseif(FASTVEC_SANITIZER STREQUAL "thread")
-  target_compile_options(fastvec_box2d PRIVATE -fsanitize=thread)
-endif()
+target_compile_options(fastvec_box2d PRIVATE -O3 -fwrapv -ffp-contract=off -DNDEBUG)
+fastvec_third_party_library(fastvec_box2d)
 
 install(FILES "${_b2}/Box2D-License.txt" DESTINATION fastvec RENAME LICENSE-Box2D.txt)
