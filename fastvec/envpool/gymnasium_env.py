@@ -79,6 +79,13 @@ class GymnasiumEnvPool(EnvPoolFace, VectorEnv, gym.Env):  # type: ignore[misc]  
         """True, as EnvPool's: the flag older vector-aware gymnasium wrappers look for."""
         return True
 
+    @is_vector_env.setter
+    def is_vector_env(self, value: Any) -> None:
+        """CleanRL's EnvPool scripts set it (``envs.is_vector_env = True``), as EnvPool 0.6-0.8 took and 1.2.5
+        refuses (no setter): True is taken, as ``num_envs``' own value is."""
+        if value is not True:
+            raise ValueError(f"is_vector_env is True for this pool and cannot change, got {value!r}")
+
     @property  # type: ignore[override]
     def spec(self) -> EnvPoolSpec:
         return self._spec

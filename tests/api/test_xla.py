@@ -483,3 +483,117 @@ def test_a_gpu_backend_is_refused_as_cpu_only_for_now(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with fastvec.make("CartPole-v1", 2) as env, pytest.raises(RuntimeError, match="CPU backend only for now"):
         env.xla()
+
+
+def test_cleanrl_xla_scripts_env_setup_is_taken():
+    """What ppo_atari_envpool_xla_jax*.py do to the env before xla(): set num_envs, the single spaces and
+    is_vector_env (EnvPool 0.6-0.8 took these; 1.2.5 has no setter for is_vector_env or num_envs), check the gym
+    space; then reset() after xla(), and step. A value the pool does not have is refused."""
+    import gym
+
+    envs = legacy.make("CartPole-v1", env_type="gym", num_envs=2, seed=1)
+    try:
+        envs.num_envs = 2
+        envs.single_action_space = envs.action_space
+        envs.single_observation_space = envs.observation_space
+        envs.is_vector_env = True
+        assert isinstance(envs.single_action_space, gym.spaces.Discrete) and envs.is_vector_env is True
+        handle, _, _, step_env = envs.xla()
+        next_obs = envs.reset()  # (the scripts reset after xla(): the handle stays current)
+        handle, (obs, reward, done, info) = jax.jit(step_env)(handle, jnp.zeros(2, jnp.int32))
+        assert obs.shape == next_obs.shape == (2, 4) and set(info) >= {"TimeLimit.truncated", "elapsed_step"}
+        with pytest.raises(ValueError, match="is_vector_env is True for this pool and cannot change, got False"):
+            envs.is_vector_env = False
+    finally:
+        envs.close()
+
+
+# -- CleanRL's episode statistics ---------------------------------------------------------------------------------
+
+
+def cleanrl_rollout(step_env, num_envs, num_steps, scan):
+    """The rollout of CleanRL's ppo_atari_envpool_xla_jax.py (``scan=False``: a Python loop unrolled in the jitted
+    function) or ppo_atari_envpool_xla_jax_scan.py (``scan=True``: lax.scan), its episode statistics kept in JAX
+    from the info of EnvPool 0.6-0.8's xla step as those scripts keep them, and actions drawn inside the jitted
+    function. Returns the jitted ``rollout(stats, handle, key) -> (stats, handle, key, actions)``."""
+
+    def step_with_stats(stats, handle, action):
+        returns, lengths, last_returns, last_lengths = stats
+        handle, (next_obs, reward, next_done, info) = step_env(handle, action)
+        new_returns, new_lengths = returns + info["reward"], lengths + 1
+        kept = (1 - info["terminated"]) * (1 - info["TimeLimit.truncated"])  # (int32 and bool, as EnvPool's)
+        ended = info["terminated"] + info["TimeLimit.truncated"]
+        stats = (
+            new_returns * kept,
+            new_lengths * kept,
+            jnp.where(ended, new_returns, last_returns),
+            jnp.where(ended, new_lengths, last_lengths),
+        )
+        return stats, handle, next_done
+
+    def choose(key):
+        key, sub = jax.random.split(key)
+        return key, jax.random.randint(sub, (num_envs,), 0, 4)
+
+    def rollout_loop(stats, handle, key):
+        actions = []
+        for _ in range(num_steps):
+            key, action = choose(key)
+            stats, handle, _ = step_with_stats(stats, handle, action)
+            actions.append(action)
+        return stats, handle, key, jnp.stack(actions)
+
+    def rollout_scan(stats, handle, key):
+        def step_once(carry, _):
+            stats, handle, key = carry
+            key, action = choose(key)
+            stats, handle, _ = step_with_stats(stats, handle, action)
+            return (stats, handle, key), action
+
+        (stats, handle, key), actions = jax.lax.scan(step_once, (stats, handle, key), (), num_steps)
+        return stats, handle, key, actions
+
+    return jax.jit(rollout_scan if scan else rollout_loop)
+
+
+@pytest.mark.atari
+@pytest.mark.parametrize("scan", [False, True], ids=["loop", "scan"])
+def test_cleanrl_episode_statistics_from_xla_info_equal_the_python_loops(scan):
+    """CleanRL's xla PPO scripts on fastvec.envpool.legacy (CleanRL's Breakout-v5 settings; a short time limit so
+    that episodes end both ways within the budget): the returns and lengths of the last ended episodes that their
+    jitted rollouts compute from info["reward"], info["terminated"] and info["TimeLimit.truncated"], after each
+    rollout, equal those a Python loop computes from the same actions on a pool made the same way."""
+    n, num_steps, iterations = 2, 24, 12
+    kwargs = dict(env_type="gym", num_envs=n, episodic_life=True, reward_clip=True, seed=1, max_episode_steps=40)
+    env, ref = legacy.make("Breakout-v5", **kwargs), legacy.make("Breakout-v5", **kwargs)
+    try:
+        env.reset()
+        ref.reset()
+        handle, _, _, step_env = env.xla()
+        rollout = cleanrl_rollout(step_env, n, num_steps, scan)
+        stats = (jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32), jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.int32))
+        key = jax.random.PRNGKey(1)
+        returns, lengths = np.zeros(n), np.zeros(n, np.int64)  # the Python loop's: the episodes running
+        last_returns, last_lengths = np.zeros(n), np.zeros(n, np.int64)  # and the last ended
+        game_overs = truncations = 0
+        for _ in range(iterations):
+            stats, handle, key, actions = rollout(stats, handle, key)
+            for a in np.asarray(actions):
+                _, _, _, info = ref.step(a)
+                for i in range(n):
+                    returns[i] += info["reward"][i]
+                    lengths[i] += 1
+                    if info["terminated"][i] or info["TimeLimit.truncated"][i]:
+                        last_returns[i], last_lengths[i] = returns[i], lengths[i]
+                        returns[i], lengths[i] = 0, 0
+                        game_overs += int(info["terminated"][i])
+                        truncations += int(info["TimeLimit.truncated"][i])
+            np.testing.assert_array_equal(np.asarray(stats[0]), returns)
+            np.testing.assert_array_equal(np.asarray(stats[1]), lengths)
+            np.testing.assert_array_equal(np.asarray(stats[2]), last_returns)
+            np.testing.assert_array_equal(np.asarray(stats[3]), last_lengths)
+        assert game_overs > 0 and truncations > 0, (game_overs, truncations)  # both ways of ending went through
+        assert last_returns.max() > 0  # (points were scored: the returns compared are not all zero)
+    finally:
+        env.close()
+        ref.close()
