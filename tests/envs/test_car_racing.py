@@ -190,8 +190,8 @@ def run_side_by_side(
         for t in range(steps):
             if policy == "random":
                 a = random_actions(rng, continuous, n)
-            elif policy == "straight":
-                a = np.tile([0.0, 1.0, 0.0], (n, 1))
+            elif policy == "straight":  # (full gas spins the rear-wheel drive car out: a gentle one)
+                a = np.array([[0.0, 0.1 if math.hypot(*s["hull"][3:5]) < 40 else 0.0, 0.0] for s in got])
             else:
                 a = np.array([follow_track(s, continuous, speed) for s in got])
             _, reward, terminated, truncated, _ = env.step(a)
@@ -237,6 +237,7 @@ def test_random_actions_are_bit_identical(kwargs):
     assert stats["truncated"] >= 1 or stats["off_playfield"] >= 1, stats
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", CASES, ids=_case_id)
 def test_a_driver_finishes_laps_bit_identically(kwargs):
     """A controller that follows the track visits its tiles and finishes the lap: terminated, with
@@ -246,7 +247,7 @@ def test_a_driver_finishes_laps_bit_identically(kwargs):
 
 
 def test_leaving_the_playfield_ends_with_minus_100():
-    """Full gas straight ahead: the car leaves the road, then the playfield (-100, terminated)."""
+    """Straight ahead: the car leaves the road, then the playfield (-100, terminated)."""
     stats = run_side_by_side(2, 600, 3, "straight")
     assert stats["off_playfield"] >= 2, stats
     assert stats["off_playfield_reward"] == -100.0, stats
