@@ -2,6 +2,7 @@
 
 #ifdef FASTVEC_WITH_BOX2D
 #include "envs/box2d/bipedal_walker.hpp"
+#include "envs/box2d/car_racing.hpp"
 #include "envs/box2d/lunar_lander.hpp"
 #define BOX2D(E) E
 #else
@@ -45,6 +46,8 @@ void set_default(const std::string&, const std::string&, double) {}
 
 using LunarLanderDiscrete = BOX2D(envs::box2d::LunarLander<false>);
 using LunarLanderContinuous = BOX2D(envs::box2d::LunarLander<true>);
+using CarRacingDiscrete = BOX2D(envs::box2d::CarRacing<false>);
+using CarRacingContinuous = BOX2D(envs::box2d::CarRacing<true>);
 
 // gymnasium's Box2D envs (CarRacing aside), with its ids, episode limits and reward thresholds.
 const EnvFamily box2d([] {
@@ -59,6 +62,10 @@ const EnvFamily box2d([] {
   add_env<BOX2D(envs::box2d::BipedalWalker)>(
       {.id = "BipedalWalkerHardcore-v3", .max_episode_steps = 2000, .reward_threshold = 300.0, .family = b});
   set_default("BipedalWalkerHardcore-v3", "hardcore", 1);
+  // CarRacing-v3's physics, track and rewards without its observation (the 96x96 frame, not drawn yet): a
+  // test-only id (hidden: not listed, not in gymnasium's registry) until the frame exists.
+  add_env_with_continuous<CarRacingDiscrete, CarRacingContinuous>(
+      {.id = "_CarRacing-v3", .max_episode_steps = 1000, .reward_threshold = 900.0, .hidden = true, .family = b});
 });
 
 }  // namespace
