@@ -392,13 +392,13 @@ class BlockStepper {
                     &episode_return[base], s.truncated.get(), s.ended.get(), s.episode_return.data(),
                     s.episode_length.data());
     if (!any_end) return;
+    if (mode_ != AutoresetMode::kSameStep) {  // a flag per env, without a branch: toy text's episodes end at random
+      for (int i = 0; i < n; ++i) needs_reset[base + i] |= static_cast<uint8_t>(s.ended[i]);
+      return;
+    }
     for (int i = 0; i < n; ++i) {
       if (!s.ended[i]) continue;
       const int e = base + i;
-      if (mode_ != AutoresetMode::kSameStep) {
-        needs_reset[e] = 1;
-        continue;
-      }
       guarded(e, i, s, [&] {
         env.write_obs(i, &s.final_obs[static_cast<size_t>(i) * obs_size_]);
         // (final_info is empty when the env has no info fields)

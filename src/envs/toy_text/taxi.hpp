@@ -54,7 +54,7 @@ class Taxi : public TabularEnv {
   core::BasicStepResult<double> step(int i, const Action* a) noexcept {
     const int64_t from = s_[i];
     const core::BasicStepResult<double> result = TabularEnv::step(i, a);
-    if (*a < 4) orientation_[i] = static_cast<int8_t>(*a);
+    orientation_[i] = *a < 4 ? static_cast<int8_t>(*a) : orientation_[i];  // (a select: actions are random)
     if (fickle_passenger_ && fickle_step_[i]) {
       // The passenger, in the taxi since the last step, changes destination once the taxi has moved.
       const State was = decode(from), now = decode(s_[i]);
@@ -75,16 +75,10 @@ class Taxi : public TabularEnv {
     out[2] = orientation_[i];
   }
 
-  // prob, then the reference's action_mask(s): the moves that leave the cell, pickup where the passenger
-  // waits, dropoff at any stand with the passenger aboard.
+  // prob, then the reference's action_mask(s).
   void write_info(int i, std::byte* out) const noexcept {
     TabularEnv::write_info(i, out);
-    const State t = decode(s_[i]);
-    int8_t mask[6] = {t.row < 4, t.row > 0, t.col < 4 && kMap[t.row + 1][2 * t.col + 2] == ':',
-                      t.col > 0 && kMap[t.row + 1][2 * t.col] == ':', 0, 0};
-    mask[4] = t.pass < 4 && at(t.row, t.col) == t.pass;
-    mask[5] = t.pass == 4 && at(t.row, t.col) >= 0;
-    std::memcpy(out + sizeof(double), mask, sizeof(mask));
+    std::memcpy(out + sizeof(double), kActionMasks[s_[i]].data(), 6);
   }
 
  private:
@@ -95,17 +89,32 @@ class Taxi : public TabularEnv {
   static constexpr const char* kMap[7] = {"+---------+", "|R: | : :G|", "| : | : : |", "| : : : : |",
                                           "| | : | : |", "|Y| : |B: |", "+---------+"};
 
-  static int64_t encode(int row, int col, int pass, int dest) { return ((row * 5 + col) * 5 + pass) * 4 + dest; }
-  static State decode(int64_t s) {
+  static constexpr int64_t encode(int row, int col, int pass, int dest) {
+    return ((row * 5 + col) * 5 + pass) * 4 + dest;
+  }
+  static constexpr State decode(int64_t s) {
     const int i = static_cast<int>(s);
     return {i / 100, i / 20 % 5, i / 4 % 5, i % 4};
   }
   // The stand at (row, col), or -1.
-  static int at(int row, int col) {
+  static constexpr int at(int row, int col) {
     for (int k = 0; k < 4; ++k)
       if (kLocs[k][0] == row && kLocs[k][1] == col) return k;
     return -1;
   }
+
+  // The reference's action_mask(s) of each state: the moves that leave the cell, pickup where the passenger
+  // waits, dropoff at any stand with the passenger aboard (a table: write_info's per-state tests showed).
+  static constexpr std::array<std::array<int8_t, 6>, 500> kActionMasks = [] {
+    std::array<std::array<int8_t, 6>, 500> masks{};
+    for (int s = 0; s < 500; ++s) {
+      const State t = decode(s);
+      masks[s] = {t.row < 4, t.row > 0, t.col < 4 && kMap[t.row + 1][2 * t.col + 2] == ':',
+                  t.col > 0 && kMap[t.row + 1][2 * t.col] == ':', t.pass < 4 && at(t.row, t.col) == t.pass,
+                  t.pass == 4 && at(t.row, t.col) >= 0};
+    }
+    return masks;
+  }();
 
   static std::shared_ptr<const TabularModel> build(bool rainy, double rainy_probability) {
     auto model = std::make_shared<TabularModel>(500, 6);
