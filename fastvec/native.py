@@ -82,6 +82,8 @@ def make_pool(
     camera_texts, camera_keywords = _render.mujoco_camera_options(entry, env_kwargs, render_mode)
     options = env_options(entry, env_kwargs)
     options.texts.update(camera_texts)
+    if render_mode is not None and _render.box2d_drawn(entry.id):
+        options.texts["render_mode"] = render_mode  # the env makes what its frames show (LunarLander's particles)
     if "time_limit" in entry.options:  # dm_control: the pool truncates at the task's time limit, in seconds
         steps = _time_limit_steps(entry, options)
         if max_episode_steps is not None and "time_limit" in env_kwargs and max_episode_steps != steps:
@@ -133,7 +135,8 @@ def _time_limit_steps(entry: EnvEntry, options: EnvOptions) -> int:
 
 def check_render_mode(entry: EnvEntry, render_mode: Any) -> str | None:
     """A native env's render_mode: None, or "rgb_array" for an env that has frames (Atari's screen, MuJoCo's
-    renderer, classic control drawn by gymnasium); a ValueError naming render_mode otherwise."""
+    renderer, classic control, toy text, LunarLander and BipedalWalker drawn by gymnasium); a ValueError naming
+    render_mode otherwise."""
     if render_mode is None:
         return None
     modes = render_modes(entry)
@@ -237,7 +240,7 @@ class NativePool(_core.Pool):
         self._answers: dict[str, Any] | None = None  # what env_call answers beyond self.attributes (made on demand)
         self._env_id = entry.id
         self._own_frames = bool(spec["render_shape"])  # Atari's screen, MuJoCo's renderer; else drawn by gymnasium
-        self._render_state = spec["render_state_size"] > 0  # toy text: drawn by gymnasium from a state of its own
+        self._render_state = spec["render_state_size"] > 0  # toy text, Box2D: drawn by gymnasium from a state
         #: Attributes a Python env of the family has but a native env cannot answer, by name: why (env_call's error).
         self.unanswerable: dict[str, str] = {}
 
@@ -247,6 +250,8 @@ class NativePool(_core.Pool):
             raise ValueError("env_id must name at least one env to render, got none")
         if self._own_frames:
             return self.peek(env_id, True)
+        if self._render_state and self.entry.family == "box2d":
+            return _render.draw_box2d(self._env_id, self.peek(env_id, True))
         if self._render_state:
             keywords = {k: v for k, v in self.attributes.items() if k in self.entry.options}
             return _render.draw_toy_text(self._env_id, keywords, self.peek(env_id, True))

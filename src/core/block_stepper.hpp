@@ -102,8 +102,9 @@ class BlockStepper {
   static constexpr bool kHasInfo = requires(const E& c, std::byte* p) { c.write_info(0, p); };
   // Envs that draw their own frames (Spec::render_shape), such as Atari's screen.
   static constexpr bool kHasRender = requires(E& env, uint8_t* p) { env.render(0, p); };
-  // Envs whose frames Python draws from a state they write (Spec::render_state_size), such as toy text's.
-  static constexpr bool kHasRenderState = requires(const E& c, int64_t* p) { c.write_render_state(0, p); };
+  // Envs whose frames Python draws from a state they write (Spec::render_state_size), such as toy text's; a
+  // non-const one also does what the reference's render() does to the env (LunarLander's particles age).
+  static constexpr bool kHasRenderState = requires(E& env, int64_t* p) { env.write_render_state(0, p); };
 
   BlockStepper(const PoolConfig& cfg, const Spec& spec, int block_size, size_t obs_size, size_t action_size)
       : mode_(cfg.autoreset_mode),

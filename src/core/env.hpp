@@ -26,7 +26,9 @@
 //                                                    env's last step or reset (the pool masks what a reset lacks)
 //   void render(int i, uint8_t* out);                                        spec.render_shape, RGB
 //   void write_render_state(int i, int64_t* out) const;  spec.render_state_size values from which Python draws
-//                                                        the env's frame (toy text's, by gymnasium's classes)
+//                                                        the env's frame (toy text's, by gymnasium's classes);
+//                                                        non-const where the reference's render() changes the
+//                                                        env (Box2D's), called once a frame by the caller thread
 
 #include <concepts>
 #include <cstddef>

@@ -7,6 +7,8 @@
 //
 // Actions are float32, as the action space's: with them, NumPy 2 computes the reference's control cost in
 // float32 (a Python float times a float32 scalar is float32 under NEP 50), and so does this port.
+//
+// Frames: the reference's render() draws from what write_render_state exports (render_state.hpp).
 
 #include <Box2D/Box2D.h>
 
@@ -15,11 +17,13 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/box2d/render_state.hpp"
 #include "envs/box2d/world.hpp"
 
 namespace fastvec::envs::box2d {
@@ -35,13 +39,25 @@ inline constexpr double kTerrainStep = 14 / kScale;
 inline constexpr int kTerrainLength = 200, kTerrainGrass = 10, kTerrainStartpad = 20;
 inline constexpr double kTerrainHeight = kViewportH / kScale / 4;
 inline constexpr double kFriction = 2.5;
+inline constexpr int kCloudDraws = (kTerrainLength / 20) * 11;  // 10 clouds of 1 + 5 * 2 uniforms
+// Hardcore's obstacles: at most 4 polygons (stairs) a cycle of at least 17 terrain steps, 2 (a pit) of 10, 1 (a
+// stump) of 6; ample room beside the edges.
+inline constexpr int kMaxTerrainBodies = kTerrainLength - 1 + 100;
+inline constexpr int64_t kRenderStateSize = 1 + 10 * 3 + kTerrainLength + kCloudDraws +
+                                            5 * body_record_size(b2_maxPolygonVertices) + 1 +
+                                            kMaxTerrainBodies * body_record_size(4);
 }  // namespace walker
 
-// The lidar's LidarCallback: the closest ground fixture (category bit 1) along the ray.
+// The lidar's LidarCallback: the closest ground fixture (category bit 1) along the ray, and where the ray hits it
+// (its p2, which frames draw).
 struct LidarCallback final : b2RayCastCallback {
   float32 fraction = 1.0f;
-  float32 ReportFixture(b2Fixture* fixture, const b2Vec2&, const b2Vec2&, float32 f) override {
+  bool hit = false;
+  b2Vec2 point{0.0f, 0.0f};
+  float32 ReportFixture(b2Fixture* fixture, const b2Vec2& p, const b2Vec2&, float32 f) override {
     if ((fixture->GetFilterData().categoryBits & 1) == 0) return -1;
+    hit = true;
+    point = p;
     fraction = f;
     return f;
   }
@@ -59,6 +75,12 @@ struct WalkerEpisode final : b2ContactListener {
   double prev_shaping = 0;
   bool has_prev_shaping = false;
   std::array<float, 24> state{};
+  // What only frames show: the terrain's heights, the draws of the clouds (_generate_clouds) and the count of
+  // renders that picks the lidar ray drawn (lidar_render).
+  std::array<double, walker::kTerrainLength> terrain_y{};
+  std::array<double, walker::kCloudDraws> cloud_draws{};
+  int64_t lidar_render = 0;
+  std::array<LidarCallback, 10> lidar;  // the last step's rays
 
   void BeginContact(b2Contact* contact) override {
     b2Body* a = contact->GetFixtureA()->GetBody();
@@ -81,10 +103,13 @@ class BipedalWalker {
   using Action = float;
   using Reward = double;  // the reference's float32 (or -100), as gymnasium's vector envs store it
 
-  static core::OptionTable options() { return {{"hardcore", core::OptionSpec::Kind::kBool, 0}}; }
+  static core::OptionTable options() {
+    return {{"hardcore", core::OptionSpec::Kind::kBool, 0}, {"render_mode", core::OptionSpec::Kind::kString}};
+  }
 
-  static core::Spec spec(const core::Options&) {
+  static core::Spec spec(const core::Options& o) {
     core::Spec s;
+    if (!o.text("render_mode").empty()) s.render_state_size = walker::kRenderStateSize;
     s.obs_shape = {24};
     const double pi = static_cast<float>(M_PI);
     s.obs_low = {-pi, -5.0, -5.0, -5.0, -pi, -5.0, -pi, -5.0, -0.0, -pi, -5.0, -pi, -5.0, -0.0};
@@ -117,6 +142,30 @@ class BipedalWalker {
   }
 
   void write_obs(int i, float* out) const { std::copy(episodes_[i].state.begin(), episodes_[i].state.end(), out); }
+
+  // What the reference's render() reads (render_state.hpp): lidar_render, the rays' hits, terrain_y, the clouds' draws, the legs
+  // and hull, then the terrain's bodies (their count, each body); then what that render() does to the env: it
+  // counts itself in lidar_render.
+  void write_render_state(int i, int64_t* out) {
+    WalkerEpisode& ep = episodes_[i];
+    if (ep.terrain.size() > static_cast<size_t>(walker::kMaxTerrainBodies))
+      throw core::EnvError("BipedalWalker's render state holds " + std::to_string(walker::kMaxTerrainBodies) +
+                           " terrain bodies, and this terrain has " + std::to_string(ep.terrain.size()));
+    RenderWriter w(out);
+    w.integer(ep.lidar_render);
+    for (const LidarCallback& ray : ep.lidar) {  // where a ray hit the ground (else its p2 is the step's end point)
+      w.integer(ray.hit);
+      w.real(ray.point.x);
+      w.real(ray.point.y);
+    }
+    for (double y : ep.terrain_y) w.real(y);
+    for (double u : ep.cloud_draws) w.real(u);
+    for (const b2Body* leg : ep.legs) w.body(*leg);
+    w.body(*ep.hull);
+    w.integer(static_cast<int64_t>(ep.terrain.size()));
+    for (const b2Body* t : ep.terrain) w.body(*t);
+    ep.lidar_render = (ep.lidar_render + 1) % 100;
+  }
 
  private:
   static b2Body* static_body(b2World& world, b2FixtureDef& fixture) {
@@ -207,6 +256,7 @@ class BipedalWalker {
       }
       oneshot = false;
       terrain_y[i] = y;
+      ep.terrain_y[i] = y;
       counter -= 1;
       if (counter == 0) {
         counter = rng.integers(kTerrainGrass / 2, kTerrainGrass);
@@ -236,9 +286,10 @@ class BipedalWalker {
     ep.world->SetContactListener(&ep);
     ep.game_over = false;
     ep.has_prev_shaping = false;
+    ep.lidar_render = 0;
     generate_terrain(ep, rng);
-    // _generate_clouds: decoration, but its draws advance np_random (10 clouds of 1 + 5 * 2 uniforms)
-    for (int k = 0; k < (kTerrainLength / 20) * 11; ++k) rng.next_double();
+    // _generate_clouds: decoration, but its draws advance np_random; kept for frames, which draw the clouds
+    for (double& u : ep.cloud_draws) u = rng.next_double();
 
     const double init_x = kTerrainStep * kTerrainStartpad / 2;
     const double init_y = kTerrainHeight + 2 * kLegH;
@@ -329,7 +380,8 @@ class BipedalWalker {
 
     const b2Vec2 pos = ep.hull->GetPosition();
     const b2Vec2 vel = ep.hull->GetLinearVelocity();
-    std::array<LidarCallback, 10> lidar;
+    std::array<LidarCallback, 10>& lidar = ep.lidar;
+    lidar = {};
     for (int i = 0; i < 10; ++i) {
       const double ray = 1.5 * i / 10.0;
       const b2Vec2 p2 = vec(pos.x + std::sin(ray) * kLidarRange, pos.y - std::cos(ray) * kLidarRange);

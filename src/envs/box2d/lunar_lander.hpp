@@ -2,7 +2,9 @@
 // LunarLander-v3 (discrete, and continuous=True), a port of gymnasium/envs/box2d/lunar_lander.py on the Box2D
 // that pybox2d compiles (cmake/box2d.cmake). The reference computes in float64 from Box2D's float32 state and
 // hands float64 values back to Box2D, which rounds them to float32: the order of operations below is the
-// reference's, term by term. Without rendering the reference makes no particles (they are decoration).
+// reference's, term by term. Without rendering the reference makes no particles (they are decoration); with
+// render_mode it makes them as it does, Box2D bodies of the world that only the ground touches (each its own
+// island: they leave the lander's physics as it is), aged and removed by each render (write_render_state).
 
 #include <Box2D/Box2D.h>
 
@@ -10,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -19,6 +22,7 @@
 #include "core/options.hpp"
 #include "core/rng.hpp"
 #include "core/spec.hpp"
+#include "envs/box2d/render_state.hpp"
 #include "envs/box2d/world.hpp"
 
 namespace fastvec::envs::box2d {
@@ -32,6 +36,11 @@ inline constexpr int kViewportW = 600, kViewportH = 400;
 inline constexpr int kChunks = 11;
 inline constexpr double kW = kViewportW / kScale, kH = kViewportH / kScale;
 inline constexpr double kHelipadY = kH / 4;
+// The particles a render state holds: the most an episode of the registered 1000 steps makes (two a step) when
+// nothing renders it (only a render ages them).
+inline constexpr int kMaxParticles = 2048;
+inline constexpr int64_t kRenderStateSize =
+    kChunks + 3 * body_record_size(b2_maxPolygonVertices) + 1 + kMaxParticles * (1 + kCircleRecordSize);
 }  // namespace lander
 
 // One episode: its world, bodies and contact flags (ContactDetector), made anew at each reset as the reference
@@ -46,6 +55,13 @@ struct LanderEpisode final : b2ContactListener {
   bool has_prev_shaping = false;
   int64_t wind_idx = 0, torque_idx = 0;
   std::array<float, 8> state{};
+  // With render_mode: the terrain's heights (the sky's polygons) and the engines' particles, oldest first.
+  struct Particle {
+    b2Body* body;
+    double ttl;
+  };
+  std::array<double, lander::kChunks> smooth_y{};
+  std::deque<Particle> particles;
 
   void BeginContact(b2Contact* contact) override {
     b2Body* a = contact->GetFixtureA()->GetBody();
@@ -77,11 +93,13 @@ class LunarLander {
             {.name = "gravity", .kind = K::kReal, .fallback = -10.0, .low = -12.0, .high = 0.0},
             {"enable_wind", K::kBool, 0},
             {"wind_power", K::kReal, 15.0},
-            {"turbulence_power", K::kReal, 1.5}};
+            {"turbulence_power", K::kReal, 1.5},
+            {"render_mode", K::kString}};
   }
 
-  static core::Spec spec(const core::Options&) {
+  static core::Spec spec(const core::Options& o) {
     core::Spec s;
+    if (!o.text("render_mode").empty()) s.render_state_size = lander::kRenderStateSize;
     s.obs_shape = {8};
     const double pi2 = 2 * M_PI;
     s.obs_low = {-2.5, -2.5, -10.0, -10.0, static_cast<float>(-pi2), -10.0, -0.0, -0.0};
@@ -103,6 +121,7 @@ class LunarLander {
         enable_wind_(o.flag("enable_wind")),
         wind_power_(o.get("wind_power")),
         turbulence_power_(o.get("turbulence_power")),
+        particles_(!o.text("render_mode").empty()),
         episodes_(n),
         rng_(n, nullptr) {
     if (!(-12.0 < gravity_ && gravity_ < 0.0))
@@ -127,6 +146,28 @@ class LunarLander {
     for (int k = 0; k < 8; ++k) out[k] = episodes_[i].state[k];
   }
 
+  // What the reference's render() reads (render_state.hpp): smooth_y, the lander and legs, then the particles
+  // (their count, each its ttl and body). Then what that render() does to the env: it ages every particle and
+  // removes the oldest ones whose time is up.
+  void write_render_state(int i, int64_t* out) {
+    LanderEpisode& ep = episodes_[i];
+    if (ep.particles.size() > static_cast<size_t>(lander::kMaxParticles))
+      throw core::EnvError("LunarLander's render state holds " + std::to_string(lander::kMaxParticles) +
+                           " particles, and this episode has " + std::to_string(ep.particles.size()) +
+                           " unrendered ones: render it more often, or end episodes within 1000 steps");
+    RenderWriter w(out);
+    for (double y : ep.smooth_y) w.real(y);
+    w.body(*ep.lander);
+    for (b2Body* leg : ep.legs) w.body(*leg);
+    w.integer(static_cast<int64_t>(ep.particles.size()));
+    for (LanderEpisode::Particle& p : ep.particles) {
+      w.real(p.ttl);
+      w.body(*p.body);
+      p.ttl -= 0.15;
+    }
+    clean_particles(ep);
+  }
+
  private:
   void reset_episode(LanderEpisode& ep, core::Pcg64& rng) const {
     using namespace lander;
@@ -136,6 +177,7 @@ class LunarLander {
     ep.game_over = false;
     ep.has_prev_shaping = false;
     ep.ground_contact = {false, false};
+    ep.particles.clear();  // (bodies of the world just destroyed)
 
     // Terrain
     std::array<double, kChunks + 1> height;
@@ -146,6 +188,7 @@ class LunarLander {
     std::array<double, kChunks> smooth_y;
     for (int i = 0; i < kChunks; ++i)  // (height[-1] is Python's last element)
       smooth_y[i] = 0.33 * (height[(i + kChunks) % (kChunks + 1)] + height[i] + height[i + 1]);
+    ep.smooth_y = smooth_y;
 
     b2BodyDef moon_def;
     b2Body* moon = ep.world->CreateBody(&moon_def);
@@ -270,6 +313,10 @@ class LunarLander {
       const double oy = -tip[1] * (kMainEngineYLocation / kScale + 2 * dispersion[0]) - side[1] * dispersion[1];
       const b2Vec2 pos = lander.GetPosition();
       const b2Vec2 impulse_pos = vec(pos.x + ox, pos.y + oy);
+      if (particles_)
+        create_particle(ep, 3.5, impulse_pos, m_power)
+            ->ApplyLinearImpulse(vec(ox * kMainEnginePower * m_power, oy * kMainEnginePower * m_power), impulse_pos,
+                                 true);
       lander.ApplyLinearImpulse(vec(-ox * kMainEnginePower * m_power, -oy * kMainEnginePower * m_power),
                                 impulse_pos, true);
     }
@@ -291,6 +338,10 @@ class LunarLander {
       // (17 where SIDE_ENGINE_HEIGHT is 14: the reference's constant)
       const b2Vec2 impulse_pos =
           vec(pos.x + ox - tip[0] * 17 / kScale, pos.y + oy + tip[1] * kSideEngineHeight / kScale);
+      if (particles_)
+        create_particle(ep, 0.7, impulse_pos, s_power)
+            ->ApplyLinearImpulse(vec(ox * kSideEnginePower * s_power, oy * kSideEnginePower * s_power), impulse_pos,
+                                 true);
       lander.ApplyLinearImpulse(vec(-ox * kSideEnginePower * s_power, -oy * kSideEnginePower * s_power),
                                 impulse_pos, true);
     }
@@ -333,9 +384,41 @@ class LunarLander {
     return {reward, terminated};
   }
 
+  // _create_particle: a small ball the engine throws, which lives ttl renders of 0.15 each.
+  static b2Body* create_particle(LanderEpisode& ep, double mass, b2Vec2 position, double ttl) {
+    b2BodyDef def;
+    def.type = b2_dynamicBody;
+    def.position = position;
+    def.angle = 0.0f;
+    b2Body* body = ep.world->CreateBody(&def);
+    b2CircleShape circle;
+    circle.m_radius = static_cast<float32>(2 / lander::kScale);
+    circle.m_p = b2Vec2(0.0f, 0.0f);
+    b2FixtureDef f;
+    f.shape = &circle;
+    f.density = static_cast<float32>(mass);
+    f.friction = 0.1f;
+    f.filter.categoryBits = 0x0100;
+    f.filter.maskBits = 0x001;
+    f.restitution = 0.3f;
+    body->CreateFixture(&f);
+    ep.particles.push_back({body, ttl});
+    clean_particles(ep);
+    return body;
+  }
+
+  // _clean_particles(False): the oldest particles, while their time is up.
+  static void clean_particles(LanderEpisode& ep) {
+    while (!ep.particles.empty() && ep.particles.front().ttl < 0) {
+      ep.world->DestroyBody(ep.particles.front().body);
+      ep.particles.pop_front();
+    }
+  }
+
   const double gravity_;
   const bool enable_wind_;
   const double wind_power_, turbulence_power_;
+  const bool particles_;  // render_mode given: the reference makes particles
   std::vector<LanderEpisode> episodes_;
   std::vector<core::Pcg64*> rng_;
 };
